@@ -1,0 +1,194 @@
+/**
+ * Configuration from the environment, parsed once with zod (DESIGN §5). A bad value stops the start with
+ * one line naming the variable (`ConfigError`).
+ */
+import path from 'node:path';
+import { z } from 'zod';
+
+/** The roles a process can run (DESIGN §2). */
+export const ROLE_NAMES = ['api', 'media', 'projector', 'worker'] as const;
+/** One role. */
+export type RoleName = (typeof ROLE_NAMES)[number];
+
+const port = z.coerce.number().int().min(0).max(65535);
+const bool = z
+  .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'])
+  .transform((v) => v === '1' || v === 'true' || v === 'yes' || v === 'on');
+const url = z.string().url();
+
+const schema = z
+  .object({
+    API_PORT: port.default(14702),
+    MEDIA_PORT: port.default(14704),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    PUBLIC_URL: url.optional(),
+    MEDIA_PUBLIC_URL: url.optional(),
+    WS_PUBLIC_URL: url.optional(),
+    APP_URL: url.optional(),
+    DATA_DIR: z.string().min(1).default('./data'),
+    REDIS_URL: url.default('redis://127.0.0.1:6379'),
+    REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9:_.-]*$/, 'letters, digits and :_.- only').default('stoat:'),
+    EVENTSTORE_URL: z
+      .string()
+      .regex(/^(kurrentdb|esdb|kdb)(\+discover)?:\/\//, 'must be a kurrentdb:// or esdb:// connection string')
+      .optional(),
+    ROLES: z
+      .string()
+      .default('api,media,projector,worker')
+      .transform((s, ctx) => {
+        const roles = s
+          .split(',')
+          .map((r) => r.trim())
+          .filter(Boolean);
+        for (const r of roles) {
+          if (!(ROLE_NAMES as readonly string[]).includes(r)) {
+            ctx.addIssue({ code: 'custom', message: `unknown role "${r}" (roles: ${ROLE_NAMES.join(', ')})` });
+            return z.NEVER;
+          }
+        }
+        if (roles.length === 0) {
+          ctx.addIssue({ code: 'custom', message: 'at least one role' });
+          return z.NEVER;
+        }
+        return [...new Set(roles)] as RoleName[];
+      }),
+    PROJECTOR_PARTITIONS: z.coerce.number().int().min(1).max(256).default(1),
+    /** Comma-separated partitions this projector claims; unset = claim any free partition by lease. */
+    PROJECTOR_PARTITION: z
+      .string()
+      .regex(/^\d+(,\d+)*$/, 'comma-separated partition numbers')
+      .optional()
+      .transform((s) => (s === undefined ? undefined : s.split(',').map(Number))),
+    SERVER_CHANNEL_LIMIT: z.coerce.number().int().min(1).max(100_000).default(200),
+    RATE_LIMITS: z.enum(['on', 'off']).default('on'),
+    VOICE_ENABLED: bool.default(false),
+    LIVEKIT_URL: url.optional(),
+    LIVEKIT_API_KEY: z.string().min(1).optional(),
+    LIVEKIT_API_SECRET: z.string().min(1).optional(),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** Milliseconds a write waits for its projection before answering 503 (read-your-writes). */
+    PROJECTION_WAIT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+    /** Milliseconds an upload waits for its processing job before answering 503. */
+    UPLOAD_DEADLINE_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+    /** Worker concurrency per upload tag, e.g. `attachments=4,avatars=2`; other tags use the default. */
+    MEDIA_CONCURRENCY: z
+      .string()
+      .regex(/^([a-z]+=\d+)(,[a-z]+=\d+)*$/, 'tag=n pairs separated by commas')
+      .optional()
+      .transform((s) =>
+        Object.fromEntries((s ?? '').split(',').filter(Boolean).map((p) => {
+          const [k, v] = p.split('=');
+          return [k!, Number(v)];
+        })) as Record<string, number>,
+      ),
+    MEDIA_CONCURRENCY_DEFAULT: z.coerce.number().int().min(1).max(64).default(2),
+    INVITE_ONLY: bool.default(false),
+  })
+  .superRefine((c, ctx) => {
+    if (c.VOICE_ENABLED) {
+      for (const k of ['LIVEKIT_URL', 'LIVEKIT_API_KEY', 'LIVEKIT_API_SECRET'] as const) {
+        if (!c[k]) ctx.addIssue({ code: 'custom', path: [k], message: 'required when VOICE_ENABLED is on' });
+      }
+    }
+    if (c.PROJECTOR_PARTITION) {
+      for (const p of c.PROJECTOR_PARTITION) {
+        if (p >= c.PROJECTOR_PARTITIONS) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['PROJECTOR_PARTITION'],
+            message: `partition ${p} is not below PROJECTOR_PARTITIONS=${c.PROJECTOR_PARTITIONS}`,
+          });
+        }
+      }
+    }
+  });
+
+/** Parsed configuration. */
+export interface Config {
+  apiPort: number;
+  mediaPort: number;
+  host: string;
+  /** Public base URL of the API (no trailing slash). */
+  publicUrl: string;
+  /** Public base URL of the media server, advertised as `features.autumn.url`. */
+  mediaPublicUrl: string;
+  /** Public URL of the events WebSocket, advertised as `ws`. */
+  wsPublicUrl: string;
+  appUrl: string;
+  dataDir: string;
+  redisUrl: string;
+  redisPrefix: string;
+  /** KurrentDB connection string; undefined = the embedded SQLite store under dataDir. */
+  eventStoreUrl: string | undefined;
+  roles: RoleName[];
+  projectorPartitions: number;
+  projectorPartition: number[] | undefined;
+  serverChannelLimit: number;
+  rateLimits: boolean;
+  voice: { enabled: boolean; url: string | undefined; apiKey: string | undefined; apiSecret: string | undefined };
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  projectionWaitMs: number;
+  uploadDeadlineMs: number;
+  mediaConcurrency: Record<string, number>;
+  mediaConcurrencyDefault: number;
+  inviteOnly: boolean;
+}
+
+/** A configuration value is wrong; the message is one line naming the variable. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment (process.env by default). Empty strings count as unset. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const name = String(issue.path[0] ?? 'environment');
+    const value = cleaned[name];
+    throw new ConfigError(
+      `invalid configuration: ${name}${value === undefined ? '' : `=${JSON.stringify(value)}`}: ${issue.message}`,
+    );
+  }
+  const c = parsed.data;
+  const publicUrl = trimSlash(c.PUBLIC_URL ?? `http://127.0.0.1:${c.API_PORT}`);
+  const wsDefault = publicUrl.replace(/^http/, 'ws') + '/ws';
+  return {
+    apiPort: c.API_PORT,
+    mediaPort: c.MEDIA_PORT,
+    host: c.HOST,
+    publicUrl,
+    mediaPublicUrl: trimSlash(c.MEDIA_PUBLIC_URL ?? `http://127.0.0.1:${c.MEDIA_PORT}`),
+    wsPublicUrl: c.WS_PUBLIC_URL ?? wsDefault,
+    appUrl: c.APP_URL ?? publicUrl,
+    dataDir: path.resolve(c.DATA_DIR),
+    redisUrl: c.REDIS_URL,
+    redisPrefix: c.REDIS_PREFIX,
+    eventStoreUrl: c.EVENTSTORE_URL,
+    roles: c.ROLES,
+    projectorPartitions: c.PROJECTOR_PARTITIONS,
+    projectorPartition: c.PROJECTOR_PARTITION,
+    serverChannelLimit: c.SERVER_CHANNEL_LIMIT,
+    rateLimits: c.RATE_LIMITS === 'on',
+    voice: {
+      enabled: c.VOICE_ENABLED,
+      url: c.LIVEKIT_URL,
+      apiKey: c.LIVEKIT_API_KEY,
+      apiSecret: c.LIVEKIT_API_SECRET,
+    },
+    logLevel: c.LOG_LEVEL,
+    projectionWaitMs: c.PROJECTION_WAIT_MS,
+    uploadDeadlineMs: c.UPLOAD_DEADLINE_MS,
+    mediaConcurrency: c.MEDIA_CONCURRENCY,
+    mediaConcurrencyDefault: c.MEDIA_CONCURRENCY_DEFAULT,
+    inviteOnly: c.INVITE_ONLY,
+  };
+}
+
+function trimSlash(s: string): string {
+  return s.replace(/\/+$/, '');
+}
