@@ -1,0 +1,5 @@
+/** Every read-model projection, in the order they run for an event. A feature adds its projection here. */
+import { accountsProjection } from './accounts.ts';
+import type { Projection } from './types.ts';
+
+export const PROJECTIONS: readonly Projection[] = [accountsProjection];

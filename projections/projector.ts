@@ -1,0 +1,223 @@
+/**
+ * The projector role of a process: owns some partitions (by lease), runs a PartitionRunner for each in
+ * the current generation, and heals itself:
+ * - Redis flushed or restarted empty (the generation key or a checkpoint vanished) → a fresh generation is
+ *   started and rebuilt from position 0, client events suppressed until caught up;
+ * - a rebuild swapped the generation → the runners move to the new generation's checkpoints;
+ * - a partition whose owner died (lease expired) is taken over by another projector process.
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { EventStore } from '../src/eventstore/port.ts';
+import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
+import { PartitionRunner } from './runner.ts';
+import type { Projection } from './types.ts';
+
+/** Options of the projector role. */
+export interface ProjectorOptions {
+  store: EventStore;
+  redisUrl: string;
+  prefix: string;
+  partitions: number;
+  /** Partitions this process prefers; unset = any. Orphaned partitions are taken over either way. */
+  preferred?: number[];
+  projections: readonly Projection[];
+  log: Logger;
+  /** Lease time-to-live (ms, default 10 000); renewed every third of it. */
+  leaseMs?: number;
+  /** Health-check period (ms, default 1 000). */
+  checkIntervalMs?: number;
+  /** Take over partitions not listed in `preferred` when their lease is free (default true). */
+  takeOver?: boolean;
+}
+
+const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
+const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
+
+/**
+ * Returns the current generation, creating one (and marking it as needing a rebuild) when Redis has none.
+ */
+export async function currentGeneration(redis: Redis, prefix: string): Promise<{ gen: number; created: boolean }> {
+  const ctl = controlKeys(prefix);
+  const raw = await redis.get(ctl.generation);
+  if (raw !== null) return { gen: Number(raw), created: false };
+  const next = await redis.incr(ctl.generationSeq);
+  const ok = await redis.set(ctl.generation, String(next), 'NX');
+  if (ok) return { gen: next, created: true };
+  return { gen: Number(await redis.get(ctl.generation)), created: false };
+}
+
+interface Owned {
+  runner: PartitionRunner;
+  redis: Redis;
+  generation: number;
+}
+
+/** The projector role. */
+export class Projector {
+  private readonly o: ProjectorOptions;
+  private readonly token = randomUUID();
+  private readonly ctl: ReturnType<typeof controlKeys>;
+  private admin!: Redis;
+  private readonly owned = new Map<number, Owned>();
+  private readonly freeSeen = new Map<number, number>();
+  private generation = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private leaseTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
+  private ticking = false;
+
+  constructor(o: ProjectorOptions) {
+    this.o = o;
+    this.ctl = controlKeys(o.prefix);
+  }
+
+  /** Partitions this process runs now. */
+  get partitions(): number[] {
+    return [...this.owned.keys()].sort((a, b) => a - b);
+  }
+
+  /** Starts claiming partitions and projecting. */
+  async start(): Promise<void> {
+    this.admin = new Redis(this.o.redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });
+    this.admin.on('error', () => {});
+    this.admin.defineCommand('leaseRenew', { numberOfKeys: 1, lua: RENEW });
+    this.admin.defineCommand('leaseRelease', { numberOfKeys: 1, lua: RELEASE });
+    await this.tick();
+    const leaseMs = this.o.leaseMs ?? 10_000;
+    this.timer = setInterval(() => void this.tick(), this.o.checkIntervalMs ?? 1000);
+    this.leaseTimer = setInterval(() => void this.renewLeases(), Math.max(200, Math.floor(leaseMs / 3)));
+  }
+
+  /** Resolves once every owned partition has caught up with the log once. */
+  async caughtUp(): Promise<void> {
+    await Promise.all([...this.owned.values()].map((o) => o.runner.caughtUpPromise));
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ticking || this.stopping) return;
+    this.ticking = true;
+    try {
+      const { gen, created } = await currentGeneration(this.admin, this.o.prefix);
+      if (gen !== this.generation) {
+        this.o.log.info({ from: this.generation, to: gen, created }, 'projector switching generation');
+        await this.stopAll(false);
+        this.generation = gen;
+      }
+      await this.claim();
+    } catch (err) {
+      this.o.log.warn({ err }, 'projector health check failed');
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  private wanted(i: number): boolean {
+    return !this.o.preferred || this.o.preferred.includes(i);
+  }
+
+  private async claim(): Promise<void> {
+    const leaseMs = this.o.leaseMs ?? 10_000;
+    for (let i = 0; i < this.o.partitions; i++) {
+      if (this.owned.has(i) || this.stopping) continue;
+      const key = this.ctl.lease(this.o.partitions, i);
+      if (!this.wanted(i)) {
+        if (this.o.takeOver === false) continue;
+        // Someone else's partition: take it only when its lease has been free for two checks in a row.
+        const holder = await this.admin.get(key);
+        if (holder !== null) {
+          this.freeSeen.delete(i);
+          continue;
+        }
+        const seen = (this.freeSeen.get(i) ?? 0) + 1;
+        this.freeSeen.set(i, seen);
+        if (seen < 2) continue;
+      }
+      const ok = await this.admin.set(key, this.token, 'PX', leaseMs, 'NX');
+      // Still ours (kept across a generation switch)?
+      if (ok !== 'OK' && (await this.admin.get(key)) !== this.token) continue;
+      this.freeSeen.delete(i);
+      await this.startPartition(i);
+    }
+  }
+
+  private async startPartition(i: number): Promise<void> {
+    const redis = new Redis(this.o.redisUrl, { maxRetriesPerRequest: null });
+    redis.on('error', () => {});
+    const gen = this.generation;
+    const cp = await redis.get(generationPrefix(this.o.prefix, gen) + genKeys.checkpoint(this.o.partitions, i));
+    const head = await this.o.store.headPosition();
+    const runner = new PartitionRunner({
+      store: this.o.store,
+      redis,
+      prefix: this.o.prefix,
+      generation: gen,
+      partition: i,
+      partitions: this.o.partitions,
+      projections: this.o.projections,
+      log: this.o.log,
+      rebuilding: cp === null && head !== undefined,
+      onStop: (reason) => void this.onRunnerStop(i, runner, reason),
+    });
+    this.owned.set(i, { runner, redis, generation: gen });
+    await runner.start();
+  }
+
+  private async onRunnerStop(i: number, runner: PartitionRunner, reason: string): Promise<void> {
+    const o = this.owned.get(i);
+    if (!o || o.runner !== runner) return;
+    this.owned.delete(i);
+    o.redis.disconnect();
+    await (this.admin as unknown as { leaseRelease: (k: string, t: string) => Promise<number> })
+      .leaseRelease(this.ctl.lease(this.o.partitions, i), this.token)
+      .catch(() => 0);
+    this.o.log.warn({ partition: i, reason }, 'projector partition stopped; the health check decides what next');
+    // A vanished generation key means Redis lost its data: the next tick starts a fresh generation.
+    setTimeout(() => void this.tick(), 50).unref();
+  }
+
+  private async renewLeases(): Promise<void> {
+    const leaseMs = this.o.leaseMs ?? 10_000;
+    for (const [i, o] of this.owned) {
+      try {
+        const ok = await (this.admin as unknown as { leaseRenew: (k: string, t: string, ms: number) => Promise<number> })
+          .leaseRenew(this.ctl.lease(this.o.partitions, i), this.token, leaseMs);
+        if (ok === 0 && !this.stopping) {
+          // Lost the lease (expired while we were stalled, or Redis lost it): stop; claim() may retake it.
+          this.o.log.warn({ partition: i }, 'projector lease lost');
+          this.owned.delete(i);
+          await o.runner.stop();
+          o.redis.disconnect();
+        }
+      } catch {
+        /* Redis unavailable: keep trying */
+      }
+    }
+  }
+
+  private async stopAll(release: boolean): Promise<void> {
+    const all = [...this.owned.entries()];
+    this.owned.clear();
+    await Promise.all(
+      all.map(async ([i, o]) => {
+        await o.runner.stop();
+        o.redis.disconnect();
+        if (release) {
+          await (this.admin as unknown as { leaseRelease: (k: string, t: string) => Promise<number> })
+            .leaseRelease(this.ctl.lease(this.o.partitions, i), this.token)
+            .catch(() => 0);
+        }
+      }),
+    );
+  }
+
+  /** Stops every partition and releases the leases. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearInterval(this.timer);
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    await this.stopAll(true);
+    this.admin?.disconnect();
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * Runs the projections of one partition in one generation: subscribes to the event store from the
+ * partition's checkpoint, applies the events whose scope hashes to the partition, and commits every
+ * write of a batch with the new checkpoint in one MULTI guarded by WATCH on the checkpoint key.
+ *
+ * Exactly once: the checkpoint is read after WATCH and compared with the runner's own; if another
+ * process advanced it (a partition taken over) or it vanished (Redis flushed), nothing of the batch is
+ * committed and the runner stops with a `CheckpointLost` reason so its owner can decide what to do.
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { EventStore, RecordedEvent, Subscription } from '../src/eventstore/port.ts';
+import { isKnownEventType, upcast } from '../src/domain/events.ts';
+import { partitionOf } from '../src/partition.ts';
+import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
+import { BatchTx, ValueCache } from './tx.ts';
+import type { Projection } from './types.ts';
+
+/** Why a runner stopped on its own. */
+export type StopReason = 'checkpoint-lost' | 'error';
+
+/** Options of a partition runner. */
+export interface PartitionRunnerOptions {
+  store: EventStore;
+  /** A connection of its own: WATCH is per connection. */
+  redis: Redis;
+  prefix: string;
+  generation: number;
+  partition: number;
+  partitions: number;
+  projections: readonly Projection[];
+  log: Logger;
+  /** Rebuilding from zero: client events are not emitted. The runner switches to live once caught up. */
+  rebuilding: boolean;
+  /** Stop once caught up (the rebuild tool); otherwise keep following live events. */
+  stopWhenCaughtUp?: boolean;
+  /** Events per subscription batch (default 500). */
+  batchSize?: number;
+  /** Called after each commit. */
+  onCommit?: (position: bigint, applied: number, seen: number) => void;
+  /** Called when the runner stops on its own. */
+  onStop?: (reason: StopReason, err?: unknown) => void;
+  /** Injected fault for tests: runs after the batch is applied in memory, before EXEC. */
+  beforeExec?: () => Promise<void> | void;
+  /** Maximum MULTI size before the batch is split (commands). */
+  maxOps?: number;
+}
+
+/** One partition's projector in one generation. */
+export class PartitionRunner {
+  private readonly o: PartitionRunnerOptions;
+  private readonly keyPrefix: string;
+  private readonly cpKey: string;
+  private readonly readyKey: string;
+  private readonly eventsKey: string;
+  private readonly cache = new ValueCache();
+  private readonly byType = new Map<string, Projection[]>();
+  private checkpoint: bigint | undefined;
+  private sub: Subscription | undefined;
+  private stopped = false;
+  private caughtUp = false;
+  private rebuilding: boolean;
+  private caughtUpResolve!: () => void;
+  /** Resolves once the runner has delivered everything that existed when it started. */
+  readonly caughtUpPromise: Promise<void>;
+
+  constructor(o: PartitionRunnerOptions) {
+    this.o = o;
+    this.rebuilding = o.rebuilding;
+    this.keyPrefix = generationPrefix(o.prefix, o.generation);
+    this.cpKey = this.keyPrefix + genKeys.checkpoint(o.partitions, o.partition);
+    this.readyKey = this.keyPrefix + genKeys.caughtUp(o.partitions, o.partition);
+    this.eventsKey = controlKeys(o.prefix).clientEvents(o.partitions, o.partition);
+    for (const p of o.projections) {
+      for (const t of p.handles) {
+        const list = this.byType.get(t) ?? [];
+        list.push(p);
+        this.byType.set(t, list);
+      }
+    }
+    this.caughtUpPromise = new Promise((r) => (this.caughtUpResolve = r));
+  }
+
+  /** The last position committed by this runner. */
+  get position(): bigint | undefined {
+    return this.checkpoint;
+  }
+
+  /** Loads the checkpoint and starts following the log. */
+  async start(): Promise<void> {
+    const raw = await this.o.redis.get(this.cpKey);
+    this.checkpoint = raw === null ? undefined : BigInt(raw);
+    this.o.log.info(
+      { partition: this.o.partition, generation: this.o.generation, checkpoint: raw, rebuilding: this.rebuilding },
+      'projector partition starting',
+    );
+    this.sub = this.o.store.subscribe({
+      after: this.checkpoint,
+      batchSize: this.o.batchSize ?? 500,
+      onEvents: (events) => this.onEvents(events),
+      onCaughtUp: () => void this.onCaughtUp(),
+      onError: (err) => this.fail(err),
+    });
+  }
+
+  private async onCaughtUp(): Promise<void> {
+    if (this.caughtUp || this.stopped) return;
+    this.caughtUp = true;
+    try {
+      await this.o.redis.set(this.readyKey, '1');
+      this.o.log.info(
+        { partition: this.o.partition, generation: this.o.generation, checkpoint: this.checkpoint?.toString() },
+        'projector partition caught up',
+      );
+    } catch (err) {
+      this.o.log.warn({ err }, 'could not mark partition caught up');
+    }
+    this.rebuilding = false;
+    this.caughtUpResolve();
+    if (this.o.stopWhenCaughtUp) void this.stop();
+  }
+
+  private async onEvents(events: RecordedEvent[]): Promise<void> {
+    if (this.stopped) return;
+    const maxOps = this.o.maxOps ?? 20_000;
+    let tx = this.newTx();
+    let applied = 0;
+    let seen = 0;
+    for (const raw of events) {
+      seen++;
+      if (partitionOf(raw.metadata.scope, this.o.partitions) !== this.o.partition) continue;
+      if (!isKnownEventType(raw.type)) continue;
+      const handlers = this.byType.get(raw.type);
+      if (!handlers) continue;
+      const e = upcast(raw);
+      for (const h of handlers) await h.apply(e, tx);
+      applied++;
+      if (tx.ops.length >= maxOps) {
+        await this.commit(tx, raw.position, applied, seen);
+        if (this.stopped) return;
+        tx = this.newTx();
+        applied = 0;
+        seen = 0;
+      }
+    }
+    await this.commit(tx, events[events.length - 1]!.position, applied, seen);
+  }
+
+  private newTx(): BatchTx {
+    return new BatchTx(this.o.redis, this.keyPrefix, this.cache, this.o.partition, this.rebuilding);
+  }
+
+  private async commit(tx: BatchTx, position: bigint, applied: number, seen: number): Promise<void> {
+    await this.o.beforeExec?.();
+    const r = this.o.redis;
+    await r.watch(this.cpKey);
+    const current = await r.get(this.cpKey);
+    const mine = this.checkpoint === undefined ? null : this.checkpoint.toString();
+    if (current !== mine) {
+      await r.unwatch();
+      this.lose(`checkpoint is ${current ?? 'missing'}, expected ${mine ?? 'missing'}`);
+      return;
+    }
+    const m = r.multi();
+    for (const op of tx.ops) (m as unknown as { call: (...a: unknown[]) => void }).call(...op);
+    for (const ev of tx.emitted) {
+      m.xadd(this.eventsKey, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(ev));
+    }
+    m.set(this.cpKey, position.toString());
+    const result = await m.exec();
+    if (result === null) {
+      this.lose('checkpoint changed during the commit');
+      return;
+    }
+    const failed = result.find(([err]) => err);
+    if (failed) throw failed[0];
+    this.checkpoint = position;
+    tx.commitToCache();
+    const ctl = controlKeys(this.o.prefix);
+    void r.publish(ctl.checkpointChannel, `${this.o.generation}:${this.o.partition}:${position}`).catch(() => {});
+    this.o.onCommit?.(position, applied, seen);
+  }
+
+  private lose(why: string): void {
+    this.o.log.warn({ partition: this.o.partition, generation: this.o.generation, why }, 'projector checkpoint lost');
+    this.cache.clear();
+    this.stopped = true;
+    void this.sub?.close();
+    this.o.onStop?.('checkpoint-lost');
+  }
+
+  private fail(err: unknown): void {
+    if (this.stopped) return;
+    this.o.log.error({ err, partition: this.o.partition }, 'projector partition failed');
+    this.cache.clear();
+    this.stopped = true;
+    this.o.onStop?.('error', err);
+  }
+
+  /** Stops following; resolves when no batch is in progress. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.sub?.close();
+  }
+}

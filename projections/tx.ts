@@ -1,0 +1,230 @@
+/**
+ * The batch transaction handed to projections: reads go through the batch's own writes, then a
+ * partition-local cache, then Redis; writes are buffered as Redis commands for the runner's MULTI.
+ */
+import type { Redis } from 'ioredis';
+import type { ClientEventRoute, ProjectionTx } from './types.ts';
+
+const DELETED = Symbol('deleted');
+type Slot = unknown | typeof DELETED;
+
+/** A bounded cache of JSON values owned by one partition runner (valid while it is the only writer). */
+export class ValueCache {
+  private readonly map = new Map<string, unknown>();
+  constructor(private readonly capacity = 20_000) {}
+  /** undefined = not cached; null = cached as absent. */
+  get(key: string): unknown {
+    const v = this.map.get(key);
+    if (v !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, v);
+    }
+    return v;
+  }
+  set(key: string, value: unknown): void {
+    this.map.delete(key);
+    this.map.set(key, value);
+    if (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value as string);
+  }
+  delete(key: string): void {
+    this.map.delete(key);
+  }
+  /** Drops every entry whose key starts with a prefix (after a whole-key delete of a hash). */
+  deletePrefix(prefix: string): void {
+    for (const k of this.map.keys()) if (k.startsWith(prefix)) this.map.delete(k);
+  }
+  clear(): void {
+    this.map.clear();
+  }
+}
+
+interface HashOverlay {
+  wiped: boolean;
+  fields: Map<string, Slot>;
+}
+interface SetOverlay {
+  wiped: boolean;
+  added: Set<string>;
+  removed: Set<string>;
+}
+
+/** One emitted client event. */
+export interface Emitted {
+  route: ClientEventRoute;
+  payload: Record<string, unknown>;
+}
+
+/** Implementation of ProjectionTx for one batch. */
+export class BatchTx implements ProjectionTx {
+  readonly ops: Array<[string, ...Array<string | number>]> = [];
+  readonly emitted: Emitted[] = [];
+  private readonly values = new Map<string, Slot>();
+  private readonly hashes = new Map<string, HashOverlay>();
+  private readonly sets = new Map<string, SetOverlay>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keyPrefix: string,
+    private readonly cache: ValueCache,
+    readonly partition: number,
+    readonly rebuilding: boolean,
+  ) {}
+
+  private k(key: string): string {
+    return this.keyPrefix + key;
+  }
+
+  async getJson<T>(key: string): Promise<T | null> {
+    const full = this.k(key);
+    if (this.values.has(full)) {
+      const v = this.values.get(full);
+      return v === DELETED ? null : (v as T);
+    }
+    const cached = this.cache.get(full);
+    if (cached !== undefined) return cached as T | null;
+    const raw = await this.redis.get(full);
+    const v = raw === null ? null : (JSON.parse(raw) as T);
+    this.cache.set(full, v);
+    return v;
+  }
+
+  setJson(key: string, value: unknown): void {
+    const full = this.k(key);
+    this.values.set(full, value);
+    this.ops.push(['set', full, JSON.stringify(value)]);
+  }
+
+  del(key: string): void {
+    const full = this.k(key);
+    this.values.set(full, DELETED);
+    this.hashes.set(full, { wiped: true, fields: new Map() });
+    this.sets.set(full, { wiped: true, added: new Set(), removed: new Set() });
+    this.ops.push(['del', full]);
+  }
+
+  private hash(full: string): HashOverlay {
+    let h = this.hashes.get(full);
+    if (!h) {
+      h = { wiped: false, fields: new Map() };
+      this.hashes.set(full, h);
+    }
+    return h;
+  }
+
+  async hgetJson<T>(key: string, field: string): Promise<T | null> {
+    const full = this.k(key);
+    const h = this.hashes.get(full);
+    if (h?.fields.has(field)) {
+      const v = h.fields.get(field);
+      return v === DELETED ? null : (v as T);
+    }
+    if (h?.wiped) return null;
+    const ck = `${full}\u0000${field}`;
+    const cached = this.cache.get(ck);
+    if (cached !== undefined) return cached as T | null;
+    const raw = await this.redis.hget(full, field);
+    const v = raw === null ? null : (JSON.parse(raw) as T);
+    this.cache.set(ck, v);
+    return v;
+  }
+
+  async hgetallJson<T>(key: string): Promise<Map<string, T>> {
+    const full = this.k(key);
+    const h = this.hashes.get(full);
+    const out = new Map<string, T>();
+    if (!h?.wiped) {
+      const raw = await this.redis.hgetall(full);
+      for (const [f, v] of Object.entries(raw)) out.set(f, JSON.parse(v) as T);
+    }
+    if (h) {
+      for (const [f, v] of h.fields) {
+        if (v === DELETED) out.delete(f);
+        else out.set(f, v as T);
+      }
+    }
+    return out;
+  }
+
+  hsetJson(key: string, field: string, value: unknown): void {
+    const full = this.k(key);
+    this.hash(full).fields.set(field, value);
+    this.ops.push(['hset', full, field, JSON.stringify(value)]);
+  }
+
+  hdel(key: string, ...fields: string[]): void {
+    if (fields.length === 0) return;
+    const full = this.k(key);
+    const h = this.hash(full);
+    for (const f of fields) h.fields.set(f, DELETED);
+    this.ops.push(['hdel', full, ...fields]);
+  }
+
+  private set(full: string): SetOverlay {
+    let s = this.sets.get(full);
+    if (!s) {
+      s = { wiped: false, added: new Set(), removed: new Set() };
+      this.sets.set(full, s);
+    }
+    return s;
+  }
+
+  sadd(key: string, ...members: string[]): void {
+    if (members.length === 0) return;
+    const full = this.k(key);
+    const s = this.set(full);
+    for (const m of members) {
+      s.added.add(m);
+      s.removed.delete(m);
+    }
+    this.ops.push(['sadd', full, ...members]);
+  }
+
+  srem(key: string, ...members: string[]): void {
+    if (members.length === 0) return;
+    const full = this.k(key);
+    const s = this.set(full);
+    for (const m of members) {
+      s.removed.add(m);
+      s.added.delete(m);
+    }
+    this.ops.push(['srem', full, ...members]);
+  }
+
+  async smembers(key: string): Promise<Set<string>> {
+    const full = this.k(key);
+    const s = this.sets.get(full);
+    const out = new Set<string>(s?.wiped ? [] : await this.redis.smembers(full));
+    if (s) {
+      for (const m of s.removed) out.delete(m);
+      for (const m of s.added) out.add(m);
+    }
+    return out;
+  }
+
+  zadd(key: string, score: number, member: string): void {
+    this.ops.push(['zadd', this.k(key), score, member]);
+  }
+
+  zrem(key: string, ...members: string[]): void {
+    if (members.length === 0) return;
+    this.ops.push(['zrem', this.k(key), ...members]);
+  }
+
+  emit(route: ClientEventRoute, payload: Record<string, unknown>): void {
+    if (!this.rebuilding) this.emitted.push({ route, payload });
+  }
+
+  /** After a successful commit: remember this batch's values in the partition cache. */
+  commitToCache(): void {
+    for (const [k, v] of this.values) {
+      if (v === DELETED) {
+        this.cache.set(k, null);
+        this.cache.deletePrefix(`${k}\u0000`);
+      } else this.cache.set(k, v);
+    }
+    for (const [k, h] of this.hashes) {
+      if (h.wiped) this.cache.deletePrefix(`${k}\u0000`);
+      for (const [f, v] of h.fields) this.cache.set(`${k}\u0000${f}`, v === DELETED ? null : v);
+    }
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * What a projection is. A projection declares the event types it handles and applies one event at a time
+ * to a `ProjectionTx`. The runner batches events, and commits every write of a batch together with the
+ * partition's checkpoint in one MULTI, so a crash never applies an event twice or skips one.
+ *
+ * Rules for projection authors:
+ * - Read only keys your partition owns (keys derived from the event's own scope). Sets and sorted sets
+ *   shared across scopes (e.g. a user's server list) are written with commutative ops only.
+ * - Never read a clock or the network: everything comes from the event (its data and metadata).
+ * - Replaying the same events from zero gives the same keys (idempotent by construction).
+ */
+import type { StoredEvent } from '../src/domain/events.ts';
+
+/** One read-model projection. */
+export interface Projection {
+  /** Unique name (for logs). */
+  readonly name: string;
+  /** Event types this projection handles; others never reach `apply`. */
+  readonly handles: readonly string[];
+  /** Applies one event. Reads see the writes of earlier events in the same batch. */
+  apply(event: StoredEvent, tx: ProjectionTx): void | Promise<void>;
+}
+
+/** Reads and buffered writes of one batch. Keys are logical (the runner adds the prefix and generation). */
+export interface ProjectionTx {
+  /** A JSON value stored with `setJson`, or null. */
+  getJson<T>(key: string): Promise<T | null>;
+  /** Stores a JSON value. */
+  setJson(key: string, value: unknown): void;
+  /** Deletes a key of any type. */
+  del(key: string): void;
+  /** A JSON value stored in a hash field, or null. */
+  hgetJson<T>(key: string, field: string): Promise<T | null>;
+  /** Every field of a hash (JSON values), including this batch's writes. */
+  hgetallJson<T>(key: string): Promise<Map<string, T>>;
+  /** Stores a JSON value in a hash field. */
+  hsetJson(key: string, field: string, value: unknown): void;
+  /** Removes hash fields. */
+  hdel(key: string, ...fields: string[]): void;
+  /** Adds set members. */
+  sadd(key: string, ...members: string[]): void;
+  /** Removes set members. */
+  srem(key: string, ...members: string[]): void;
+  /** Members of a set, including this batch's writes. */
+  smembers(key: string): Promise<Set<string>>;
+  /** Adds a sorted-set member with a score (use score 0 for lexicographic indexes). */
+  zadd(key: string, score: number, member: string): void;
+  /** Removes sorted-set members. */
+  zrem(key: string, ...members: string[]): void;
+  /**
+   * Publishes a client event to the gateway (only in live mode; suppressed while rebuilding).
+   * `route` says who may receive it; the gateway applies the permission filter.
+   */
+  emit(route: ClientEventRoute, payload: Record<string, unknown>): void;
+  /** The partition and generation this batch belongs to (diagnostics). */
+  readonly partition: number;
+  /** True while rebuilding from zero (emits are dropped). */
+  readonly rebuilding: boolean;
+}
+
+/** Who may receive a client event. */
+export type ClientEventRoute =
+  /** Sockets of members of the server that can view the channel. */
+  | { kind: 'channel'; serverId: string; channelId: string }
+  /** Sockets of members of the server. */
+  | { kind: 'server'; serverId: string }
+  /** Sockets of one user. */
+  | { kind: 'user'; userId: string }
+  /** Sockets of every user that shares a server with the user (and the user). */
+  | { kind: 'userPresence'; userId: string };

@@ -1,0 +1,97 @@
+/** Decisions of the account aggregate: pure functions of (command, state, ctx). */
+import { AppError } from '../../errors.ts';
+import type { DomainEvent } from '../events.ts';
+import type { AccountState } from './state.ts';
+
+/** Lockout after the n-th consecutive failure (Revolt: 3rd → 1 min, 4th → 5 min, 5th and later → 1 h). */
+export function lockoutMs(attempts: number): number | null {
+  if (attempts >= 5) return 60 * 60_000;
+  if (attempts === 4) return 5 * 60_000;
+  if (attempts === 3) return 60_000;
+  return null;
+}
+
+/** Context of a login decision. */
+export interface LoginContext {
+  now: Date;
+  passwordOk: boolean;
+  sessionId: string;
+  tokenHash: string;
+  name: string;
+}
+
+/**
+ * Login: a locked account is refused whatever the password (403 LockedOut); a wrong password records a
+ * failure (and maybe a lockout); a right one opens a session.
+ */
+export function decideLogin(state: AccountState, ctx: LoginContext): { events: DomainEvent[]; ok: boolean } {
+  if (state.lockedUntil && Date.parse(state.lockedUntil) > ctx.now.getTime()) {
+    throw new AppError({ type: 'LockedOut' });
+  }
+  if (!ctx.passwordOk) {
+    const attempts = state.attempts + 1;
+    const ms = lockoutMs(attempts);
+    const lockedUntil = ms === null ? null : new Date(ctx.now.getTime() + ms).toISOString();
+    return { events: [{ type: 'LoginFailed', data: { attempts, lockedUntil } }], ok: false };
+  }
+  return {
+    events: [{ type: 'SessionCreated', data: { sessionId: ctx.sessionId, tokenHash: ctx.tokenHash, name: ctx.name } }],
+    ok: true,
+  };
+}
+
+/** Revokes one session; an unknown id is 404 NotFound. */
+export function decideRevokeSession(state: AccountState, sessionId: string): DomainEvent[] {
+  if (!state.sessions[sessionId]) throw new AppError({ type: 'NotFound' });
+  return [{ type: 'SessionRevoked', data: { sessionId } }];
+}
+
+/** Revokes every session, optionally keeping one. */
+export function decideRevokeAll(state: AccountState, keep: string | null): DomainEvent[] {
+  return Object.keys(state.sessions)
+    .filter((id) => id !== keep)
+    .map((sessionId) => ({ type: 'SessionRevoked', data: { sessionId } }) as DomainEvent);
+}
+
+const BLOCKED_EXACT = new Set(['admin', 'revolt', 'stoat']);
+const BLOCKED_PARTS = ['```', 'discord.gg', 'rvlt.gg', 'guilded.gg', 'stt.gg', 'revolt.chat', 'stoat.chat', 'http://', 'https://'];
+
+/**
+ * Revolt's username rules (reference §3.3): 2–32 characters of letters, digits, `_`, `.`, `-`; names that
+ * impersonate the service or carry links are refused (400 InvalidUsername). The name is NFKC-normalised
+ * first (compatibility forms such as full-width letters fold to plain ones), case kept.
+ */
+export function normaliseUsername(raw: string): string {
+  const name = raw.normalize('NFKC');
+  const length = [...name].length;
+  if (length < 2 || length > 32 || !/^(\p{L}|[\d_.-])+$/u.test(name)) {
+    throw new AppError({ type: 'FailedValidation', error: 'username must be 2–32 letters, digits, "_", "." or "-"' });
+  }
+  const lower = name.toLowerCase();
+  if (BLOCKED_EXACT.has(lower) || BLOCKED_PARTS.some((p) => lower.includes(p))) {
+    throw new AppError({ type: 'InvalidUsername' });
+  }
+  return name;
+}
+
+/** Discriminators never handed out (reference §3.3). */
+function excluded(d: string): boolean {
+  return d === '0123' || d === '1234' || d === '1488' || /^(\d)\1{3}$/.test(d);
+}
+
+/** Picks a free discriminator in 0002–9998 at random; 409 UsernameTaken when none is free. */
+export function pickDiscriminator(used: ReadonlySet<string>, random: () => number): string {
+  const start = 2 + Math.floor(random() * 9997);
+  for (let i = 0; i < 9997; i++) {
+    const n = 2 + ((start - 2 + i) % 9997);
+    const d = String(n).padStart(4, '0');
+    if (!used.has(d) && !excluded(d)) return d;
+  }
+  throw new AppError({ type: 'UsernameTaken' });
+}
+
+/** Onboarding: only once (403 AlreadyOnboarded). */
+export function decideOnboard(state: AccountState, username: string, discriminator: string): DomainEvent[] {
+  if (state.user) throw new AppError({ type: 'AlreadyOnboarded' });
+  return [{ type: 'UserOnboarded', data: { username, discriminator } }];
+}

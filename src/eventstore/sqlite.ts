@@ -1,0 +1,322 @@
+/**
+ * The embedded event store: one SQLite file (better-sqlite3 12.x, WAL, synchronous=FULL).
+ *
+ * Group commit: every append issued during one turn of the event loop is queued and written by a single
+ * `BEGIN IMMEDIATE … COMMIT` (one fsync) at the next `setImmediate`. Each queued append is checked
+ * against the revisions as they stand inside that transaction, so appends in the same group see each
+ * other. Several processes may open the same file: SQLite serialises their write transactions, and the
+ * global position (the rowid) is assigned inside them, so positions become visible in order.
+ *
+ * Subscriptions poll the table from their checkpoint; an append in this process (or `wake()`, which the
+ * composition root calls when another process announces a commit) wakes them at once.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type {
+  AppendResult,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+  StoreStats,
+  StreamWrite,
+  SubscribeOptions,
+  Subscription,
+} from './port.ts';
+import { WrongExpectedRevisionError } from './port.ts';
+
+/** Options of the SQLite store. */
+export interface SqliteStoreOptions {
+  /** How often an idle subscription looks for events appended by other processes (ms, default 50). */
+  pollIntervalMs?: number;
+  /** Called after every commit with the last position written (used to notify other processes). */
+  onCommit?: (position: bigint) => void;
+  /** Injected fault for tests: runs inside the transaction before COMMIT. */
+  beforeCommit?: () => void;
+}
+
+interface Row {
+  position: number;
+  id: string;
+  stream: string;
+  revision: number;
+  type: string;
+  data: string;
+  metadata: string;
+}
+
+interface Pending {
+  writes: StreamWrite[];
+  resolve: (r: AppendResult[]) => void;
+  reject: (e: unknown) => void;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  position INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL,
+  stream TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  data TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  UNIQUE (stream, revision)
+);
+`;
+
+/** SQLite adapter of the event store port. */
+export class SqliteEventStore implements EventStore {
+  private readonly db: Database.Database;
+  private readonly opts: SqliteStoreOptions;
+  private queue: Pending[] = [];
+  private flushScheduled = false;
+  private closed = false;
+  private readonly wakers = new Set<() => void>();
+  private counters: StoreStats = { appends: 0, commits: 0 };
+  private readonly stmt: {
+    revision: Database.Statement<[string], { revision: number }>;
+    insert: Database.Statement<[string, string, number, string, string, string]>;
+    readFwd: Database.Statement<[string, number, number], Row>;
+    readBack: Database.Statement<[string, number, number], Row>;
+    readAll: Database.Statement<[number, number], Row>;
+    head: Database.Statement<[], { position: number | null }>;
+  };
+
+  constructor(file: string, opts: SqliteStoreOptions = {}) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    this.opts = opts;
+    this.db = new Database(file, { timeout: 10_000 });
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.exec(SCHEMA);
+    this.stmt = {
+      revision: this.db.prepare('SELECT revision FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1'),
+      insert: this.db.prepare(
+        'INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      readFwd: this.db.prepare(
+        'SELECT * FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?',
+      ),
+      readBack: this.db.prepare(
+        'SELECT * FROM events WHERE stream = ? AND revision <= ? ORDER BY revision DESC LIMIT ?',
+      ),
+      readAll: this.db.prepare('SELECT * FROM events WHERE position > ? ORDER BY position ASC LIMIT ?'),
+      head: this.db.prepare('SELECT MAX(position) AS position FROM events'),
+    };
+  }
+
+  append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    return this.appendMany([{ stream, events, expected }]).then((r) => r[0]!);
+  }
+
+  appendMany(writes: StreamWrite[]): Promise<AppendResult[]> {
+    if (this.closed) return Promise.reject(new Error('event store is closed'));
+    this.counters.appends++;
+    return new Promise((resolve, reject) => {
+      this.queue.push({ writes, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** Writes every queued append in one transaction. */
+  private flush(): void {
+    this.flushScheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 0) return;
+    const outcomes: Array<{ ok: AppendResult[] } | { err: unknown }> = [];
+    let last = 0;
+    const run = this.db.transaction(() => {
+      // Revisions as they stand inside this transaction, including earlier appends of the same group.
+      const current = new Map<string, number>();
+      const revisionOf = (stream: string): number => {
+        let r = current.get(stream);
+        if (r === undefined) {
+          r = this.stmt.revision.get(stream)?.revision ?? -1;
+          current.set(stream, r);
+        }
+        return r;
+      };
+      for (const p of batch) {
+        let failure: WrongExpectedRevisionError | undefined;
+        const seen = new Map<string, number>();
+        for (const w of p.writes) {
+          const actual = seen.get(w.stream) ?? revisionOf(w.stream);
+          if (!matches(w.expected, actual)) {
+            failure = new WrongExpectedRevisionError(w.stream, w.expected, actual);
+            break;
+          }
+          seen.set(w.stream, actual + w.events.length);
+        }
+        if (failure) {
+          outcomes.push({ err: failure });
+          continue;
+        }
+        const results: AppendResult[] = [];
+        for (const w of p.writes) {
+          let rev = revisionOf(w.stream);
+          let pos = 0;
+          for (const e of w.events) {
+            rev++;
+            const info = this.stmt.insert.run(
+              e.id,
+              w.stream,
+              rev,
+              e.type,
+              JSON.stringify(e.data),
+              JSON.stringify(e.metadata),
+            );
+            pos = Number(info.lastInsertRowid);
+          }
+          current.set(w.stream, rev);
+          if (w.events.length === 0) pos = last;
+          else last = pos;
+          results.push({ revision: rev, position: BigInt(pos) });
+        }
+        outcomes.push({ ok: results });
+      }
+      this.opts.beforeCommit?.();
+    });
+    try {
+      run.immediate();
+      this.counters.commits++;
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    for (let i = 0; i < batch.length; i++) {
+      const o = outcomes[i]!;
+      if ('ok' in o) {
+        // An empty append reports the head at the time of the commit.
+        for (const r of o.ok) if (r.position === 0n) r.position = BigInt(last);
+        batch[i]!.resolve(o.ok);
+      } else batch[i]!.reject(o.err);
+    }
+    if (last > 0) {
+      this.opts.onCommit?.(BigInt(last));
+      this.wake();
+    }
+  }
+
+  async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    const max = options.maxCount ?? Number.MAX_SAFE_INTEGER;
+    const rows =
+      options.direction === 'backwards'
+        ? this.stmt.readBack.all(stream, options.fromRevision ?? Number.MAX_SAFE_INTEGER, max)
+        : this.stmt.readFwd.all(stream, options.fromRevision ?? 0, max);
+    return rows.map(toRecorded);
+  }
+
+  async streamRevision(stream: string): Promise<number> {
+    return this.stmt.revision.get(stream)?.revision ?? -1;
+  }
+
+  async *readAll(options: ReadAllOptions = {}): AsyncIterable<RecordedEvent> {
+    let after = options.after === undefined ? 0 : Number(options.after);
+    let left = options.maxCount ?? Number.MAX_SAFE_INTEGER;
+    while (left > 0 && !this.closed) {
+      const rows = this.stmt.readAll.all(after, Math.min(1000, left));
+      if (rows.length === 0) return;
+      for (const r of rows) yield toRecorded(r);
+      after = rows[rows.length - 1]!.position;
+      left -= rows.length;
+    }
+  }
+
+  /** Reads a page of the log synchronously (for subscriptions and bulk tools). */
+  readPage(after: bigint | undefined, limit: number): RecordedEvent[] {
+    return this.stmt.readAll.all(after === undefined ? 0 : Number(after), limit).map(toRecorded);
+  }
+
+  async headPosition(): Promise<bigint | undefined> {
+    const p = this.stmt.head.get()?.position;
+    return p === null || p === undefined ? undefined : BigInt(p);
+  }
+
+  /** Wakes idle subscriptions (another process committed). */
+  wake(): void {
+    for (const w of [...this.wakers]) w();
+  }
+
+  subscribe(options: SubscribeOptions): Subscription {
+    const batchSize = options.batchSize ?? 500;
+    const pollMs = this.opts.pollIntervalMs ?? 50;
+    let after = options.after;
+    let stopped = false;
+    let wake: (() => void) | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const sleep = () =>
+      new Promise<void>((resolve) => {
+        wake = () => {
+          if (timer) clearTimeout(timer);
+          this.wakers.delete(wake!);
+          wake = undefined;
+          resolve();
+        };
+        this.wakers.add(wake);
+        timer = setTimeout(wake, pollMs);
+      });
+    const loop = (async () => {
+      let caughtUp = false;
+      while (!stopped && !this.closed) {
+        const page = this.readPage(after, batchSize);
+        if (page.length > 0) {
+          await options.onEvents(page);
+          after = page[page.length - 1]!.position;
+          continue;
+        }
+        if (!caughtUp) {
+          caughtUp = true;
+          options.onCaughtUp?.();
+        }
+        await sleep();
+      }
+    })().catch((err: unknown) => {
+      stopped = true;
+      options.onError?.(err instanceof Error ? err : new Error(String(err)));
+    });
+    return {
+      close: async () => {
+        stopped = true;
+        wake?.();
+        await loop;
+      },
+    };
+  }
+
+  stats(): StoreStats {
+    return { ...this.counters };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.queue.length > 0) this.flush();
+    this.closed = true;
+    this.wake();
+    this.db.close();
+  }
+}
+
+function matches(expected: ExpectedRevision, actual: number): boolean {
+  if (expected === 'any') return true;
+  if (expected === 'no_stream') return actual === -1;
+  return expected === actual;
+}
+
+function toRecorded(r: Row): RecordedEvent {
+  return {
+    id: r.id,
+    stream: r.stream,
+    revision: r.revision,
+    position: BigInt(r.position),
+    type: r.type,
+    data: JSON.parse(r.data) as unknown,
+    metadata: JSON.parse(r.metadata) as RecordedEvent['metadata'],
+  };
+}

@@ -1,0 +1,199 @@
+/**
+ * The API app: `createApiApp(deps, routes)` builds the koa app without listening, so tests run it on an
+ * ephemeral port. Pipeline (outermost first): request id and log → rate-limit headers → error renderer
+ * → CORS → JSON body (any content type: revolt.js sends JSON as text/plain) → serving check → router
+ * (session → rate limit → authentication → validation → handler) → 404 for everything unmatched.
+ */
+import { randomUUID } from 'node:crypto';
+import Koa from 'koa';
+import Router, { type RouterMiddleware } from '@koa/router';
+import cors from '@koa/cors';
+import { bodyParser } from '@koa/bodyparser';
+import type { z } from 'zod';
+import { AppError, unavailable } from '../errors.ts';
+import { hashToken } from '../domain/account/secrets.ts';
+import { rm } from '../readmodel/keys.ts';
+import type { SessionRecord } from '../../projections/accounts.ts';
+import type { AppDeps } from './deps.ts';
+import { errorRenderer } from './middleware/errors.ts';
+import { countRequest, RATE_LIMIT_HEADERS, rateLimitHeaders } from './middleware/rateLimit.ts';
+import { NO_CONTENT, type AnyRoute, type Caller } from './route.ts';
+
+/** Paths answered even while the read models are rebuilding. */
+const ALWAYS_SERVED = new Set(['/', '/ping']);
+
+/** Request id, child logger, and one log line per request (never a token). */
+export function requestLog(deps: AppDeps): Koa.Middleware {
+  return async function logRequests(ctx, next) {
+    const incoming = ctx.get('X-Request-Id');
+    const requestId = /^[A-Za-z0-9_-]{1,64}$/.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.state.log = deps.log.child({ requestId });
+    ctx.set('X-Request-Id', requestId);
+    const started = performance.now();
+    try {
+      await next();
+    } finally {
+      const ms = Math.round((performance.now() - started) * 10) / 10;
+      const line = { method: ctx.method, path: ctx.path, status: ctx.status, ms };
+      if (ctx.status >= 500) ctx.state.log.warn(line, 'request');
+      else ctx.state.log.debug(line, 'request');
+    }
+  };
+}
+
+/** CORS for browsers: any origin, the rate-limit headers exposed. */
+export function corsMiddleware(): Koa.Middleware {
+  return cors({
+    origin: (ctx) => ctx.get('Origin') || '*',
+    exposeHeaders: RATE_LIMIT_HEADERS,
+    allowHeaders: ['Content-Type', 'X-Session-Token', 'X-Bot-Token', 'X-MFA-Ticket', 'Idempotency-Key', 'X-Audit-Log-Reason'],
+    allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    maxAge: 600,
+  });
+}
+
+/** Looks the session up when a token is sent; never fails (the route decides whether it needs one). */
+async function resolveSession(ctx: Koa.Context, deps: AppDeps): Promise<void> {
+  if (ctx.state.sessionResolved) return;
+  ctx.state.sessionResolved = true;
+  const token = ctx.get('X-Session-Token');
+  if (!token) return;
+  if (token.length > 256) {
+    ctx.state.invalidSession = true;
+    return;
+  }
+  const tokenHash = hashToken(token);
+  const rec = await deps.readModels.getJson<SessionRecord>(rm.session(tokenHash));
+  if (!rec) {
+    ctx.state.invalidSession = true;
+    return;
+  }
+  ctx.state.caller = { userId: rec.userId, sessionId: rec.sessionId, tokenHash } satisfies Caller;
+}
+
+/** `X-Audit-Log-Reason`: at most 512 characters after percent-decoding. */
+function auditReason(ctx: Koa.Context): string | undefined {
+  const raw = ctx.get('X-Audit-Log-Reason');
+  if (!raw) return undefined;
+  let reason: string;
+  try {
+    reason = decodeURIComponent(raw);
+  } catch {
+    throw new AppError({ type: 'FailedValidation', error: 'X-Audit-Log-Reason is not valid percent-encoding' });
+  }
+  if ([...reason].length > 512) {
+    throw new AppError({ type: 'FailedValidation', error: 'X-Audit-Log-Reason is longer than 512 characters' });
+  }
+  return reason;
+}
+
+/** Formats zod issues as one readable line naming the fields. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => {
+      const where = i.path.length ? i.path.join('.') : 'body';
+      const keys = 'keys' in i && Array.isArray(i.keys) ? ` (${(i.keys as string[]).join(', ')})` : '';
+      return `${where}: ${i.message}${keys}`;
+    })
+    .join('; ');
+}
+
+function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, what: 'body' | 'query'): T {
+  if (!schema) return undefined as T;
+  const r = schema.safeParse(value);
+  if (!r.success) throw new AppError({ type: 'FailedValidation', error: `${what} ${describeIssues(r.error)}` });
+  return r.data;
+}
+
+/** Mounts the declarative routes. */
+export function mountRoutes(router: Router, routes: readonly AnyRoute[], deps: AppDeps): void {
+  for (const route of orderRoutes(routes)) {
+    const handler: RouterMiddleware = async (ctx) => {
+      ctx.state.routePattern = route.path;
+      await resolveSession(ctx, deps);
+      countRequest(ctx, deps.limiter, route.path);
+      const caller = ctx.state.caller as Caller | undefined;
+      if (route.auth !== 'none') {
+        if (!caller) {
+          throw new AppError({ type: ctx.state.invalidSession ? 'InvalidSession' : 'NotAuthenticated' });
+        }
+        if (route.auth === 'user' && !(await deps.readModels.redis.exists(deps.readModels.key(rm.user(caller.userId))))) {
+          throw new AppError({ type: 'NotAuthenticated' });
+        }
+      }
+      const requestId = ctx.state.requestId as string;
+      const body = validate(route.body, ctx.request.body ?? {}, 'body');
+      const query = validate(route.query, ctx.query, 'query');
+      const reason = auditReason(ctx);
+      const result = await route.handler({
+        ctx,
+        deps,
+        body,
+        query,
+        params: ctx.params as Record<string, string>,
+        caller: caller as Caller,
+        requestId,
+        meta: { actor: caller?.userId ?? null, requestId, ...(reason !== undefined ? { reason } : {}) },
+      });
+      if (result === NO_CONTENT) {
+        ctx.status = 204;
+        ctx.body = null;
+      } else {
+        ctx.status = ctx.status === 404 ? 200 : ctx.status;
+        ctx.body = result;
+      }
+    };
+    router.register(route.path, [route.method], handler);
+  }
+}
+
+/**
+ * Orders routes so that at each segment a literal beats a parameter (`/users/@me` before `/users/:id`,
+ * `/auth/session/all` before `/auth/session/:id`); otherwise registration order is kept.
+ */
+export function orderRoutes(routes: readonly AnyRoute[]): AnyRoute[] {
+  const rank = (p: string) => p.split('/').map((seg) => (seg.startsWith(':') ? 1 : 0));
+  return [...routes].sort((a, b) => {
+    const ra = rank(a.path);
+    const rb = rank(b.path);
+    for (let i = 0; i < Math.min(ra.length, rb.length); i++) if (ra[i] !== rb[i]) return ra[i]! - rb[i]!;
+    return 0;
+  });
+}
+
+/** Builds the API app. */
+export function createApiApp(deps: AppDeps, routes: readonly AnyRoute[]): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true;
+  const router = new Router();
+  mountRoutes(router, routes, deps);
+
+  app.use(requestLog(deps));
+  app.use(rateLimitHeaders(deps.limiter));
+  app.use(errorRenderer());
+  app.use(corsMiddleware());
+  app.use(
+    bodyParser({
+      enableTypes: ['json'],
+      detectJSON: () => true,
+      jsonLimit: '1mb',
+      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
+      encoding: 'utf-8',
+    }),
+  );
+  app.use(async (ctx, next) => {
+    if (!ALWAYS_SERVED.has(ctx.path) && !(await deps.readModels.serving())) throw unavailable();
+    await next();
+  });
+  app.use(router.routes());
+  app.use(async (ctx) => {
+    // Nothing matched (unknown path or wrong method): counted in the catch-all bucket, then 404.
+    ctx.state.routePattern = '*';
+    await resolveSession(ctx, deps);
+    countRequest(ctx, deps.limiter, '*');
+    throw new AppError({ type: 'NotFound' });
+  });
+  return app;
+}

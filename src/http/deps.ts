@@ -1,0 +1,21 @@
+/** What the HTTP apps need, built once by the composition root (`src/main.ts`) or by tests. */
+import type { CommandExecutor } from '../commands.ts';
+import type { Config } from '../config.ts';
+import type { EventStore } from '../eventstore/port.ts';
+import type { IdempotencyStore } from '../idempotency/store.ts';
+import type { Logger } from '../log.ts';
+import type { RateLimiter } from '../ratelimit/limiter.ts';
+import type { ReadModels } from '../readmodel/reader.ts';
+
+/** Dependencies of the API and media apps. */
+export interface AppDeps {
+  config: Config;
+  log: Logger;
+  store: EventStore;
+  readModels: ReadModels;
+  executor: CommandExecutor;
+  limiter: RateLimiter;
+  idempotency: IdempotencyStore;
+  /** Clock in milliseconds (injectable for tests). */
+  now: () => number;
+}

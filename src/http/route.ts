@@ -1,0 +1,66 @@
+/**
+ * Declarative routes. Every endpoint is one `defineRoute({...})` in its own file; the registry of all of
+ * them is what the app mounts, what the rate-limit classification test walks and what the authorization
+ * and fuzzing suites enumerate.
+ */
+import type Koa from 'koa';
+import type { z } from 'zod';
+import type { CommandMeta } from '../commands.ts';
+import type { AppDeps } from './deps.ts';
+
+/** HTTP methods the API uses. */
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** The authenticated caller. */
+export interface Caller {
+  /** The user (= account) id. */
+  userId: string;
+  sessionId: string;
+  /** The SHA-256 of the token (for revocation checks). */
+  tokenHash: string;
+}
+
+/** What a handler receives. */
+export interface RouteContext<B, Q> {
+  ctx: Koa.Context;
+  deps: AppDeps;
+  body: B;
+  query: Q;
+  params: Record<string, string>;
+  /** The caller; present when `auth` is not 'none'. */
+  caller: Caller;
+  /** Metadata for events appended by this request. */
+  meta: CommandMeta;
+  requestId: string;
+}
+
+/** Returned by a handler that answers 204 No Content. */
+export const NO_CONTENT = Symbol('no content');
+
+/** One endpoint. */
+export interface RouteDef<B = unknown, Q = unknown> {
+  method: Method;
+  /** koa-router pattern, e.g. `/servers/:server_id/roles/:role_id`. */
+  path: string;
+  /**
+   * `none`: no session needed; `session`: any valid session (onboarding routes);
+   * `user`: a session whose account has completed onboarding (everything else).
+   */
+  auth: 'none' | 'session' | 'user';
+  /** Strict body schema (unknown fields → 400 FailedValidation naming them). */
+  body?: z.ZodType<B>;
+  /** Query schema (strings; stoat.js appends `?` and sends booleans as strings). */
+  query?: z.ZodType<Q>;
+  /** The permission bits this route may check (documentation; the authorization suite reads it). */
+  permissions?: readonly string[];
+  handler(rc: RouteContext<B, Q>): Promise<unknown>;
+}
+
+/** Helper that keeps the body and query types of a route. */
+export function defineRoute<B = undefined, Q = undefined>(def: RouteDef<B, Q>): RouteDef<B, Q> {
+  return def;
+}
+
+/** A route of any body and query type. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteDef<any, any>;

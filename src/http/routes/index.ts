@@ -1,0 +1,8 @@
+/** Every API route. A resource adds its `index.ts` here; `mountRoutes` orders literal segments first. */
+import type { AnyRoute } from '../route.ts';
+import auth from './auth/index.ts';
+import onboard from './onboard/index.ts';
+import root from './root/index.ts';
+import users from './users/index.ts';
+
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users];

@@ -1,0 +1,4 @@
+/** The service root. */
+import root from './root.ts';
+
+export default [root];

@@ -1,0 +1,38 @@
+// GET / — the service root (RevoltConfig), DESIGN §4 "root".
+import { defineRoute } from '../../route.ts';
+
+/** The version of the interface this service implements (spec "Versioning"). */
+export const REVOLT_VERSION = '0.15.7';
+
+export default defineRoute({
+  method: 'GET',
+  path: '/',
+  auth: 'none',
+  async handler({ deps }) {
+    const c = deps.config;
+    const voice = c.voice.enabled && c.voice.url !== undefined;
+    return {
+      revolt: REVOLT_VERSION,
+      features: {
+        captcha: { enabled: false, key: '' },
+        email: false,
+        invite_only: c.inviteOnly,
+        autumn: { enabled: true, url: c.mediaPublicUrl },
+        january: { enabled: false, url: '' },
+        voso: { enabled: false, url: '', ws: '' },
+        voice: { enabled: voice },
+        livekit: { enabled: voice, nodes: voice ? [{ name: 'default', lat: 0, lon: 0, public_url: c.voice.url }] : [] },
+      },
+      ws: c.wsPublicUrl,
+      app: c.appUrl,
+      vapid: '',
+      build: {
+        commit_sha: process.env.BUILD_COMMIT_SHA ?? '<failed to generate>',
+        commit_timestamp: process.env.BUILD_COMMIT_TIMESTAMP ?? '<failed to generate>',
+        semver: REVOLT_VERSION,
+        origin_url: 'https://github.com/stoatchat/stoatchat',
+        timestamp: process.env.BUILD_TIMESTAMP ?? '<failed to generate>',
+      },
+    };
+  },
+});

@@ -1,0 +1,50 @@
+/**
+ * Redis key layout. Every key lives under `REDIS_PREFIX`. Read models live under a *generation*
+ * (`<prefix>g<N>:`) so a rebuild can fill fresh keys and swap them in; control keys do not.
+ */
+
+/** Control keys and channels (not generation-scoped). */
+export function controlKeys(prefix: string) {
+  return {
+    /** Current read-model generation (a number). */
+    generation: `${prefix}gen`,
+    /** Counter handing out new generation numbers. */
+    generationSeq: `${prefix}gen:seq`,
+    /** Pub/sub channel for checkpoint announcements: `<gen>:<partition>:<position>`. */
+    checkpointChannel: `${prefix}cp`,
+    /** Pub/sub channel for control messages (generation swaps, store commits). */
+    controlChannel: `${prefix}control`,
+    /** Lease of projector partition i of n. */
+    lease: (partitions: number, i: number) => `${prefix}lease:${partitions}:${i}`,
+    /** Redis stream of client events produced by partition i of n (read by every API process). */
+    clientEvents: (partitions: number, i: number) => `${prefix}events:${partitions}:${i}`,
+  };
+}
+
+/** Prefix of one generation's read-model keys. */
+export function generationPrefix(prefix: string, gen: number): string {
+  return `${prefix}g${gen}:`;
+}
+
+/** Per-generation bookkeeping keys (below the generation prefix). */
+export const genKeys = {
+  /** Checkpoint (global position, decimal) of partition i of n. */
+  checkpoint: (partitions: number, i: number) => `cp:${partitions}:${i}`,
+  /** Set once partition i of n has caught up with the log in this generation. */
+  caughtUp: (partitions: number, i: number) => `ready:${partitions}:${i}`,
+};
+
+/**
+ * Logical keys of the read models (below the generation prefix). One place, so a reader finds who
+ * writes what: the projection named in each comment is the only writer.
+ */
+export const rm = {
+  /** AccountState JSON (projection `accounts`). */
+  account: (userId: string) => `account:${userId}`,
+  /** User id owning an email, as JSON string (projection `accounts`); keyed by the email's SHA-256. */
+  accountByEmail: (emailDigest: string) => `account:email:${emailDigest}`,
+  /** `{sessionId, userId, name}` for a token hash (projection `accounts`). */
+  session: (tokenHash: string) => `session:${tokenHash}`,
+  /** The public UserProfile JSON, present once onboarded (projection `accounts`). */
+  user: (userId: string) => `user:${userId}`,
+};

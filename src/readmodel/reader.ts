@@ -1,0 +1,234 @@
+/**
+ * The API side of the read models: where keys live (the current generation), whether the read models can
+ * serve (every partition caught up in that generation), and read-your-writes waits ("has the projector of
+ * this scope passed position P?", DESIGN §1).
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { unavailable } from '../errors.ts';
+import { partitionOf } from '../partition.ts';
+import { controlKeys, genKeys, generationPrefix } from './keys.ts';
+
+interface Waiter {
+  partition: number;
+  position: bigint;
+  resolve: () => void;
+}
+
+/** Options of the read-model reader. */
+export interface ReadModelsOptions {
+  /** Connection for commands. */
+  redis: Redis;
+  /** Connection in subscriber mode (pub/sub only). */
+  subscriber: Redis;
+  prefix: string;
+  partitions: number;
+  log: Logger;
+  /** How long a write waits for its projection before 503 (ms). */
+  waitMs: number;
+}
+
+/** Read-model access for queries and commands. */
+export class ReadModels {
+  readonly redis: Redis;
+  private readonly o: ReadModelsOptions;
+  private readonly ctl: ReturnType<typeof controlKeys>;
+  private gen: number | undefined;
+  private keyPrefix = '';
+  private readonly checkpoints = new Map<number, bigint>();
+  private waiters: Waiter[] = [];
+  private servingUntil = 0;
+  private servingValue = false;
+  private poller: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(o: ReadModelsOptions) {
+    this.o = o;
+    this.redis = o.redis;
+    this.ctl = controlKeys(o.prefix);
+  }
+
+  /** Subscribes to checkpoint and control announcements. */
+  async start(): Promise<void> {
+    this.o.subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.ctl.checkpointChannel) this.onCheckpoint(message);
+      else if (channel === this.ctl.controlChannel) void this.refreshGeneration();
+    });
+    await this.o.subscriber.subscribe(this.ctl.checkpointChannel, this.ctl.controlChannel);
+    await this.refreshGeneration();
+  }
+
+  /** The generation read now (undefined before the projector created one). */
+  get generation(): number | undefined {
+    return this.gen;
+  }
+
+  /** Full Redis key of a logical read-model key in the current generation. */
+  key(logical: string): string {
+    return this.keyPrefix + logical;
+  }
+
+  private async refreshGeneration(): Promise<void> {
+    try {
+      const raw = await this.o.redis.get(this.ctl.generation);
+      const gen = raw === null ? undefined : Number(raw);
+      if (gen !== this.gen) {
+        this.gen = gen;
+        this.keyPrefix = gen === undefined ? `${this.o.prefix}nogen:` : generationPrefix(this.o.prefix, gen);
+        this.checkpoints.clear();
+        this.servingUntil = 0;
+      }
+    } catch (err) {
+      this.o.log.warn({ err }, 'could not read the read-model generation');
+    }
+  }
+
+  private onCheckpoint(message: string): void {
+    const [g, p, pos] = message.split(':');
+    const gen = Number(g);
+    if (gen !== this.gen) {
+      void this.refreshGeneration();
+      if (gen !== this.gen) return;
+    }
+    const partition = Number(p);
+    const position = BigInt(pos!);
+    const prev = this.checkpoints.get(partition);
+    if (prev === undefined || position > prev) this.checkpoints.set(partition, position);
+    this.resolveWaiters();
+  }
+
+  private resolveWaiters(): void {
+    if (this.waiters.length === 0) return;
+    const still: Waiter[] = [];
+    for (const w of this.waiters) {
+      const cp = this.checkpoints.get(w.partition);
+      if (cp !== undefined && cp >= w.position) w.resolve();
+      else still.push(w);
+    }
+    this.waiters = still;
+    if (still.length === 0 && this.poller) {
+      clearInterval(this.poller);
+      this.poller = undefined;
+    }
+  }
+
+  /** Reads the checkpoints of the given partitions from Redis (pub/sub is only the fast path). */
+  private async pollCheckpoints(partitions: Iterable<number>): Promise<void> {
+    await this.refreshGeneration();
+    if (this.gen === undefined) return;
+    const list = [...new Set(partitions)];
+    if (list.length === 0) return;
+    const keys = list.map((i) => this.key(genKeys.checkpoint(this.o.partitions, i)));
+    const values = await this.o.redis.mget(...keys);
+    list.forEach((i, n) => {
+      const v = values[n];
+      if (v === null || v === undefined) return;
+      const pos = BigInt(v);
+      const prev = this.checkpoints.get(i);
+      if (prev === undefined || pos > prev) this.checkpoints.set(i, pos);
+    });
+    this.resolveWaiters();
+  }
+
+  /** Resolves when the projector of `scope` has applied everything up to `position`; 503 after the deadline. */
+  waitFor(scope: string, position: bigint): Promise<void> {
+    return this.waitForPartition(partitionOf(scope, this.o.partitions), position);
+  }
+
+  /** Resolves when every partition has passed `position` (after an optimistic-concurrency conflict). */
+  async waitForAll(position: bigint): Promise<void> {
+    await Promise.all(Array.from({ length: this.o.partitions }, (_, i) => this.waitForPartition(i, position)));
+  }
+
+  private waitForPartition(partition: number, position: bigint): Promise<void> {
+    const cp = this.checkpoints.get(partition);
+    if (cp !== undefined && cp >= position) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(unavailable());
+      }, this.o.waitMs);
+      const waiter: Waiter = {
+        partition,
+        position,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      this.waiters.push(waiter);
+      void this.pollCheckpoints([partition]).catch(() => {});
+      if (!this.poller && !this.closed) {
+        this.poller = setInterval(() => {
+          void this.pollCheckpoints(this.waiters.map((w) => w.partition)).catch(() => {});
+        }, 100);
+      }
+    });
+  }
+
+  /**
+   * True when the read models can answer: a generation exists and every partition has caught up in it.
+   * Cached for a quarter of a second.
+   */
+  async serving(): Promise<boolean> {
+    const now = Date.now();
+    if (now < this.servingUntil) return this.servingValue;
+    await this.refreshGeneration();
+    let ok = false;
+    if (this.gen !== undefined) {
+      const keys = Array.from({ length: this.o.partitions }, (_, i) => this.key(genKeys.caughtUp(this.o.partitions, i)));
+      const values = await this.o.redis.mget(...keys);
+      ok = values.every((v) => v !== null);
+    }
+    this.servingValue = ok;
+    this.servingUntil = now + (ok ? 250 : 50);
+    return ok;
+  }
+
+  // Typed helpers over the current generation. Values are JSON.
+
+  /** A JSON value, or null. */
+  async getJson<T>(logical: string): Promise<T | null> {
+    const raw = await this.redis.get(this.key(logical));
+    return raw === null ? null : (JSON.parse(raw) as T);
+  }
+
+  /** Several JSON values in one round trip (null where missing). */
+  async mgetJson<T>(logicals: string[]): Promise<Array<T | null>> {
+    if (logicals.length === 0) return [];
+    const raws = await this.redis.mget(...logicals.map((k) => this.key(k)));
+    return raws.map((r) => (r === null ? null : (JSON.parse(r) as T)));
+  }
+
+  /** A JSON value in a hash field, or null. */
+  async hgetJson<T>(logical: string, field: string): Promise<T | null> {
+    const raw = await this.redis.hget(this.key(logical), field);
+    return raw === null ? null : (JSON.parse(raw) as T);
+  }
+
+  /** Several hash fields (null where missing). */
+  async hmgetJson<T>(logical: string, fields: string[]): Promise<Array<T | null>> {
+    if (fields.length === 0) return [];
+    const raws = await this.redis.hmget(this.key(logical), ...fields);
+    return raws.map((r) => (r === null ? null : (JSON.parse(r) as T)));
+  }
+
+  /** Every field of a hash of JSON values. */
+  async hgetallJson<T>(logical: string): Promise<Map<string, T>> {
+    const raw = await this.redis.hgetall(this.key(logical));
+    return new Map(Object.entries(raw).map(([k, v]) => [k, JSON.parse(v) as T]));
+  }
+
+  /** Members of a set. */
+  async smembers(logical: string): Promise<string[]> {
+    return this.redis.smembers(this.key(logical));
+  }
+
+  /** Stops timers (the connections belong to the caller). */
+  close(): void {
+    this.closed = true;
+    if (this.poller) clearInterval(this.poller);
+    for (const w of this.waiters) w.resolve();
+    this.waiters = [];
+  }
+}

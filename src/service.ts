@@ -1,0 +1,177 @@
+/**
+ * The composition root's work: builds the event store, Redis connections, read models and each role the
+ * configuration asks for, and stops them in order. `src/main.ts` calls it for the real process; tests call
+ * it with ephemeral ports, a temporary data directory and their own Redis prefix.
+ */
+import type { Server } from 'node:http';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import type Koa from 'koa';
+import { CommandExecutor } from './commands.ts';
+import type { Config } from './config.ts';
+import type { EventStore } from './eventstore/port.ts';
+import { SqliteEventStore } from './eventstore/sqlite.ts';
+import { createApiApp } from './http/app.ts';
+import type { AppDeps } from './http/deps.ts';
+import { API_ROUTES } from './http/routes/index.ts';
+import { IdempotencyStore } from './idempotency/store.ts';
+import { createLogger, type Logger } from './log.ts';
+import { RateLimiter } from './ratelimit/limiter.ts';
+import { controlKeys } from './readmodel/keys.ts';
+import { ReadModels } from './readmodel/reader.ts';
+import { Projector } from '../projections/projector.ts';
+import { PROJECTIONS } from '../projections/index.ts';
+
+/** Extra wiring for tests and tools. */
+export interface ServiceOptions {
+  log?: Logger;
+  /** Clock for rate limits and event times (ms). */
+  now?: () => number;
+  /** Use this store instead of opening one from the configuration. */
+  store?: EventStore;
+}
+
+/** A running service (some or all roles). */
+export interface Service {
+  config: Config;
+  log: Logger;
+  store: EventStore;
+  redis: Redis;
+  readModels: ReadModels;
+  deps: AppDeps;
+  projector: Projector | undefined;
+  apiServer: Server | undefined;
+  mediaServer: Server | undefined;
+  /** Base URL of the API (actual port). */
+  apiUrl: string;
+  /** Base URL of the media server (actual port). */
+  mediaUrl: string;
+  /** Hooks roles register to run at shutdown (after the servers stop accepting). */
+  onStop: Array<() => Promise<void>>;
+  /** Stops accepting, drains in-flight requests, stops the roles, closes Redis and the store. */
+  stop(): Promise<void>;
+}
+
+/** Opens the event store the configuration names. */
+export async function openEventStore(config: Config, onCommit?: (position: bigint) => void): Promise<EventStore> {
+  if (config.eventStoreUrl) {
+    const { openKurrentEventStore } = await import('./eventstore/kurrent.ts');
+    return openKurrentEventStore(config.eventStoreUrl);
+  }
+  return new SqliteEventStore(path.join(config.dataDir, 'events.sqlite'), onCommit ? { onCommit } : {});
+}
+
+function listen(app: Koa, port: number, host: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host);
+    server.once('listening', () => resolve(server));
+    server.once('error', reject);
+  });
+}
+
+function closeServer(server: Server | undefined): Promise<void> {
+  if (!server) return Promise.resolve();
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    // In-flight requests get a grace period, then whatever is left is cut.
+    setTimeout(() => server.closeAllConnections(), 10_000).unref();
+  });
+}
+
+/** Starts the roles of the configuration. */
+export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
+  const log = opts.log ?? createLogger(config.logLevel, { roles: config.roles.join(',') });
+  const ctl = controlKeys(config.redisPrefix);
+  const redisOpts = { maxRetriesPerRequest: 3, enableOfflineQueue: true, connectTimeout: 5000 };
+  const redis = new Redis(config.redisUrl, redisOpts);
+  const subscriber = new Redis(config.redisUrl, { ...redisOpts, maxRetriesPerRequest: null });
+  redis.on('error', (err) => log.debug({ err: err.message }, 'redis error'));
+  subscriber.on('error', (err) => log.debug({ err: err.message }, 'redis subscriber error'));
+
+  // Other processes announce SQLite commits so idle subscriptions here wake at once.
+  const store =
+    opts.store ?? (await openEventStore(config, (p) => void redis.publish(ctl.controlChannel, `commit:${p}`).catch(() => {})));
+  subscriber.on('message', (channel: string, message: string) => {
+    if (channel === ctl.controlChannel && message.startsWith('commit:') && store instanceof SqliteEventStore) store.wake();
+  });
+
+  const readModels = new ReadModels({
+    redis,
+    subscriber,
+    prefix: config.redisPrefix,
+    partitions: config.projectorPartitions,
+    log,
+    waitMs: config.projectionWaitMs,
+  });
+  await readModels.start();
+
+  const now = opts.now ?? Date.now;
+  const executor = new CommandExecutor({ store, readModels, now: () => new Date(now()) });
+  const deps: AppDeps = {
+    config,
+    log,
+    store,
+    readModels,
+    executor,
+    limiter: new RateLimiter({ now, enabled: config.rateLimits }),
+    idempotency: new IdempotencyStore(),
+    now,
+  };
+
+  let projector: Projector | undefined;
+  if (config.roles.includes('projector')) {
+    projector = new Projector({
+      store,
+      redisUrl: config.redisUrl,
+      prefix: config.redisPrefix,
+      partitions: config.projectorPartitions,
+      ...(config.projectorPartition ? { preferred: config.projectorPartition } : {}),
+      projections: PROJECTIONS,
+      log,
+    });
+    await projector.start();
+  }
+
+  let apiServer: Server | undefined;
+  let apiUrl = config.publicUrl;
+  if (config.roles.includes('api')) {
+    apiServer = await listen(createApiApp(deps, API_ROUTES), config.apiPort, config.host);
+    const port = (apiServer.address() as { port: number }).port;
+    if (config.apiPort === 0) {
+      apiUrl = `http://127.0.0.1:${port}`;
+      if (!process.env.PUBLIC_URL) config.publicUrl = apiUrl;
+      if (!process.env.WS_PUBLIC_URL) config.wsPublicUrl = apiUrl.replace(/^http/, 'ws') + '/ws';
+      if (!process.env.APP_URL) config.appUrl = apiUrl;
+    }
+    log.info({ url: apiUrl }, 'api listening');
+  }
+
+  const mediaServer: Server | undefined = undefined;
+  const mediaUrl = config.mediaPublicUrl;
+
+  const service: Service = {
+    config,
+    log,
+    store,
+    redis,
+    readModels,
+    deps,
+    projector,
+    apiServer,
+    mediaServer,
+    apiUrl,
+    mediaUrl,
+    onStop: [],
+    async stop() {
+      await Promise.all([closeServer(service.apiServer), closeServer(service.mediaServer)]);
+      for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
+      await projector?.stop();
+      readModels.close();
+      subscriber.disconnect();
+      await redis.quit().catch(() => redis.disconnect());
+      if (!opts.store) await store.close();
+    },
+  };
+  return service;
+}

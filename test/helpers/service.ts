@@ -1,0 +1,92 @@
+/**
+ * Starts the real service for a test file: ephemeral ports, a temporary data directory, its own Redis
+ * prefix on the test Redis, and cleans all of it up at the end of the test.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { startService, type Service, type ServiceOptions } from '../../src/service.ts';
+
+/** The Redis the tests use (`npm test` sets it; a developer's own Redis otherwise). */
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Minimal view of tap's Test used here (teardown only). */
+export interface Teardownable {
+  teardown(fn: () => unknown): void;
+}
+
+/** A running service with helpers for HTTP calls. */
+export interface TestService extends Service {
+  /** The temporary data directory. */
+  dataDir: string;
+  /** The Redis prefix of this service. */
+  prefix: string;
+}
+
+/** A fresh temporary directory removed at teardown. */
+export function tempDir(t: Teardownable, name = 'stoat-test'): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A unique Redis prefix. */
+export function uniquePrefix(): string {
+  return `test:${randomBytes(6).toString('hex')}:`;
+}
+
+/** Deletes every key under a prefix. */
+export async function deletePrefix(redisUrl: string, prefix: string): Promise<void> {
+  const r = new Redis(redisUrl);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await r.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Builds a configuration for a test (ports 0, temporary directory, own prefix, quiet logs). */
+export function testConfig(t: Teardownable, env: Record<string, string> = {}): Config {
+  const dataDir = env.DATA_DIR ?? tempDir(t);
+  return loadConfig({
+    API_PORT: '0',
+    MEDIA_PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_PREFIX: uniquePrefix(),
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...env,
+  });
+}
+
+/** Waits until the read models serve (the projector caught up once). */
+export async function waitServing(s: Service, timeoutMs = 20_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await s.readModels.serving())) {
+    if (Date.now() > until) throw new Error('service did not start serving');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Starts the service with every role (unless ROLES is given) and registers its cleanup. */
+export async function startTestService(t: Teardownable, env: Record<string, string> = {}, opts: ServiceOptions = {}): Promise<TestService> {
+  const config = testConfig(t, env);
+  const log = createLogger(config.logLevel);
+  const s = await startService(config, { log, ...opts });
+  t.teardown(async () => {
+    await s.stop();
+    await deletePrefix(config.redisUrl, config.redisPrefix);
+  });
+  if (config.roles.includes('projector')) await waitServing(s);
+  return Object.assign(s, { dataDir: config.dataDir, prefix: config.redisPrefix });
+}
