@@ -10,7 +10,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { EventStore, RecordedEvent, Subscription } from '../src/eventstore/port.ts';
-import { isKnownEventType, upcast } from '../src/domain/events.ts';
+import { EVENT_SCHEMAS, isKnownEventType, upcast } from '../src/domain/events.ts';
 import { partitionOf } from '../src/partition.ts';
 import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
 import { BatchTx, ValueCache } from './tx.ts';
@@ -72,7 +72,7 @@ export class PartitionRunner {
     this.readyKey = this.keyPrefix + genKeys.caughtUp(o.partitions, o.partition);
     this.eventsKey = controlKeys(o.prefix).clientEvents(o.partitions, o.partition);
     for (const p of o.projections) {
-      for (const t of p.handles) {
+      for (const t of p.handles === 'all' ? Object.keys(EVENT_SCHEMAS) : p.handles) {
         const list = this.byType.get(t) ?? [];
         list.push(p);
         this.byType.set(t, list);

@@ -15,8 +15,11 @@ import type { StoredEvent } from '../src/domain/events.ts';
 export interface Projection {
   /** Unique name (for logs). */
   readonly name: string;
-  /** Event types this projection handles; others never reach `apply`. */
-  readonly handles: readonly string[];
+  /**
+   * Event types this projection handles; others never reach `apply`. `'all'` = every known type (for
+   * aggregate read models that must track the revision of every event of their stream).
+   */
+  readonly handles: readonly string[] | 'all';
   /** Applies one event. Reads see the writes of earlier events in the same batch. */
   apply(event: StoredEvent, tx: ProjectionTx): void | Promise<void>;
 }
