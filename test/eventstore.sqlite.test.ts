@@ -1,0 +1,114 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import t from 'tap';
+import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
+import { WrongExpectedRevisionError, type NewEvent } from '../src/eventstore/port.ts';
+import { eventStoreContract } from './eventstore.contract.ts';
+import { tempDir } from './helpers/service.ts';
+
+const meta = { actor: null, requestId: 'r', at: new Date(0).toISOString(), scope: 's' };
+const ev = (n: number): NewEvent => ({ id: crypto.randomUUID(), type: 'Tested', data: { n }, metadata: meta });
+
+t.test('contract', async (t) => {
+  await eventStoreContract(t, 'sqlite', async () => {
+    const dir = tempDir(t, 'sqlite-contract');
+    const store = new SqliteEventStore(path.join(dir, 'events.sqlite'), { pollIntervalMs: 10 });
+    return { store, cleanup: async () => store.close() };
+  });
+});
+
+t.test('group commit: concurrent appends share commits', async (t) => {
+  const dir = tempDir(t);
+  const store = new SqliteEventStore(path.join(dir, 'e.sqlite'));
+  t.teardown(() => store.close());
+  await Promise.all(Array.from({ length: 200 }, (_, i) => store.append(`s-${i}`, [ev(i)], 'no_stream')));
+  const s = store.stats();
+  t.equal(s.appends, 200);
+  t.ok(s.commits <= 5, `200 appends issued together took ${s.commits} commits`);
+  // Sequential appends each get their own commit.
+  for (let i = 0; i < 5; i++) await store.append('seq', [ev(i)], 'any');
+  t.equal(store.stats().commits, s.commits + 5);
+});
+
+t.test('a conflict inside a group fails only that append', async (t) => {
+  const dir = tempDir(t);
+  const store = new SqliteEventStore(path.join(dir, 'e.sqlite'));
+  t.teardown(() => store.close());
+  const results = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => store.append('one', [ev(i)], 'no_stream')));
+  t.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
+  t.ok(results.filter((r) => r.status === 'rejected').every((r) => (r as PromiseRejectedResult).reason instanceof WrongExpectedRevisionError));
+  t.equal(store.stats().commits, 1, 'all 50 decided in one transaction');
+  t.equal((await store.readStream('one')).length, 1);
+});
+
+t.test('a failed commit rejects every append of its group and writes nothing', async (t) => {
+  const dir = tempDir(t);
+  let fail = true;
+  const store = new SqliteEventStore(path.join(dir, 'e.sqlite'), {
+    beforeCommit: () => {
+      if (fail) throw new Error('injected disk failure');
+    },
+  });
+  t.teardown(() => store.close());
+  const r = await Promise.allSettled([store.append('a', [ev(1)], 'no_stream'), store.append('b', [ev(2)], 'no_stream')]);
+  t.same(r.map((x) => x.status), ['rejected', 'rejected']);
+  t.equal(await store.headPosition(), undefined);
+  fail = false;
+  await store.append('a', [ev(1)], 'no_stream');
+  t.equal(await store.streamRevision('a'), 0);
+});
+
+t.test('two processes append to one file; positions stay in order', async (t) => {
+  const dir = tempDir(t);
+  const file = path.join(dir, 'shared.sqlite');
+  const a = new SqliteEventStore(file);
+  const b = new SqliteEventStore(file);
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 ? a : b).append('shared', [ev(i)], 'any')));
+  const all: bigint[] = [];
+  for await (const e of a.readAll()) all.push(e.position);
+  t.equal(all.length, 100);
+  t.ok(all.every((p, i) => i === 0 || p > all[i - 1]!), 'positions strictly increase');
+  t.equal(await b.streamRevision('shared'), 99);
+});
+
+t.test('SIGKILL during appends: every acknowledged append survives', async (t) => {
+  const dir = tempDir(t);
+  const file = path.join(dir, 'crash.sqlite');
+  const script = `
+    import { SqliteEventStore } from ${JSON.stringify(path.resolve('src/eventstore/sqlite.ts'))};
+    const store = new SqliteEventStore(${JSON.stringify(file)});
+    const meta = { actor: null, requestId: 'r', at: '1970-01-01T00:00:00.000Z', scope: 's' };
+    let n = 0;
+    async function writer(w) {
+      for (;;) {
+        const i = n++;
+        await store.append('crash-' + w, [{ id: crypto.randomUUID(), type: 'T', data: { i }, metadata: meta }], 'any');
+        process.stdout.write('ack ' + w + ' ' + i + '\\n');
+      }
+    }
+    for (let w = 0; w < 8; w++) writer(w);
+  `;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const acked = new Set<string>();
+  let buf = '';
+  child.stdout.on('data', (d: Buffer) => {
+    buf += d.toString();
+    const lines = buf.split('\n');
+    buf = lines.pop()!;
+    for (const l of lines) if (l.startsWith('ack ')) acked.add(l.slice(4));
+  });
+  await new Promise((r) => setTimeout(r, 1500));
+  while (acked.size < 200) await new Promise((r) => setTimeout(r, 50));
+  child.kill('SIGKILL');
+  await new Promise((r) => child.on('exit', r));
+  const store = new SqliteEventStore(file);
+  t.teardown(() => store.close());
+  const found = new Set<string>();
+  for await (const e of store.readAll()) found.add(`${e.stream.slice(6)} ${(e.data as { i: number }).i}`);
+  const missing = [...acked].filter((a) => !found.has(a));
+  t.equal(missing.length, 0, `all ${acked.size} acknowledged appends are in the log (${found.size} found)`);
+});
