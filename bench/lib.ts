@@ -1,0 +1,65 @@
+/**
+ * Benchmark plumbing. Every figure is measured next to the ceiling it is compared with, in the same run
+ * (DESIGN: speed is shown by benchmarks, never by timed tests). The machine is small and noisy: runs
+ * are repeated and medians reported.
+ */
+
+/** One measured figure. */
+export interface BenchResult {
+  /** Short id, printed as `bench <name> ratio=<x.xx>`. */
+  name: string;
+  /** What is measured, e.g. "appends/s, 50 writers". */
+  figure: string;
+  /** Median of the runs of the figure. */
+  median: number;
+  unit: string;
+  p50?: number;
+  p99?: number;
+  /** The ceiling measured in the same run, and what it is. */
+  ceiling: number;
+  ceilingLabel: string;
+  /** figure / ceiling when higher is better (throughput); ceiling / figure when lower is better (latency). */
+  ratio: number;
+  notes?: string;
+}
+
+/** A benchmark module. */
+export interface Bench {
+  name: string;
+  description: string;
+  run(ctx: BenchContext): Promise<BenchResult[]>;
+}
+
+/** What a benchmark gets from the runner. */
+export interface BenchContext {
+  /** A scratch directory removed after the run. */
+  tmpDir: string;
+  /** Redis for the benchmark (its own prefix is up to the benchmark). */
+  redisUrl: string;
+  /** Repetitions for medians (default 3; `--quick` lowers it). */
+  repeats: number;
+  quick: boolean;
+  log(msg: string): void;
+}
+
+/** Median of numbers. */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** The p-th percentile (0–100) of numbers. */
+export function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const i = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
+  return s[i]!;
+}
+
+/** Runs fn `repeats` times and returns the results. */
+export async function repeat<T>(repeats: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < repeats; i++) out.push(await fn(i));
+  return out;
+}
