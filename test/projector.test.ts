@@ -29,7 +29,7 @@ async function snapshot(redis: Redis, prefix: string): Promise<Map<string, strin
       if (type === 'string') v = await redis.get(k);
       else if (type === 'hash') v = Object.entries(await redis.hgetall(k)).sort();
       else if (type === 'set') v = (await redis.smembers(k)).sort();
-      else if (type === 'zset') v = await redis.zrange(k, 0, -1, 'WITHSCORES');
+      else if (type === 'zset') v = await redis.zrange(k, '0', '-1', 'WITHSCORES');
       else v = type;
       out.set(k.slice(gp.length), JSON.stringify(v));
     }
