@@ -1,0 +1,92 @@
+import { spawn } from 'node:child_process';
+import t from 'tap';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { TEST_REDIS_URL, tempDir, uniquePrefix, deletePrefix } from './helpers/service.ts';
+
+t.test('defaults', async (t) => {
+  const c = loadConfig({});
+  t.equal(c.apiPort, 14702);
+  t.equal(c.mediaPort, 14704);
+  t.equal(c.serverChannelLimit, 200);
+  t.equal(c.rateLimits, true, 'rate limits are on by default');
+  t.same(c.roles, ['api', 'media', 'projector', 'worker']);
+  t.equal(c.eventStoreUrl, undefined, 'embedded SQLite by default');
+  t.equal(c.mediaPublicUrl, 'http://127.0.0.1:14704');
+  t.equal(c.wsPublicUrl, 'ws://127.0.0.1:14702/ws');
+});
+
+t.test('a bad value names the variable in one line', async (t) => {
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ API_PORT: 'abc' }, 'API_PORT'],
+    [{ API_PORT: '70000' }, 'API_PORT'],
+    [{ ROLES: 'api,chef' }, 'ROLES'],
+    [{ RATE_LIMITS: 'maybe' }, 'RATE_LIMITS'],
+    [{ REDIS_URL: 'not a url' }, 'REDIS_URL'],
+    [{ EVENTSTORE_URL: 'http://x' }, 'EVENTSTORE_URL'],
+    [{ VOICE_ENABLED: 'true' }, 'LIVEKIT_URL'],
+    [{ PROJECTOR_PARTITIONS: '2', PROJECTOR_PARTITION: '2' }, 'PROJECTOR_PARTITION'],
+    [{ SERVER_CHANNEL_LIMIT: '0' }, 'SERVER_CHANNEL_LIMIT'],
+  ];
+  for (const [env, name] of cases) {
+    t.throws(() => loadConfig(env), ConfigError);
+    try {
+      loadConfig(env);
+    } catch (err) {
+      const msg = (err as Error).message;
+      t.ok(msg.includes(name), `${JSON.stringify(env)} → "${msg}"`);
+      t.notOk(msg.includes('\n'), 'one line');
+    }
+  }
+});
+
+t.test('the process stops with that line and exit code 1', async (t) => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, API_PORT: 'nope' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  const code = await new Promise((r) => child.on('exit', r));
+  t.equal(code, 1);
+  t.equal(err.trim().split('\n').length, 1);
+  t.match(err, /API_PORT/);
+});
+
+t.test('SIGTERM drains in-flight requests, then exits 0', async (t) => {
+  const dir = tempDir(t);
+  const prefix = uniquePrefix();
+  t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
+  const env = { ...process.env, API_PORT: '0', MEDIA_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, LOG_LEVEL: 'info', RATE_LIMITS: 'off' };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"api listening"/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', () => reject(new Error('exited early: ' + out)));
+  });
+  // Wait until it serves, then fire sign-ups and SIGTERM while they are in flight.
+  for (let i = 0; i < 200; i++) {
+    const r = await fetch(url + '/users/@me').catch(() => null);
+    if (r && r.status === 401) break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  // Requests already being handled when SIGTERM arrives must complete; later ones are refused cleanly.
+  const inflight = Array.from({ length: 20 }, (_, i) =>
+    fetch(url + '/auth/account/create', { method: 'POST', body: JSON.stringify({ email: `drain${i}@example.test`, password: 'long enough password' }) }).then(
+      (r) => `status ${r.status}`,
+      (e: Error & { cause?: { code?: string } }) => `error ${e.cause?.code ?? e.message}`,
+    ),
+  );
+  // Give the server time to read every request (scrypt hashing keeps them busy for a while).
+  await new Promise((r) => setTimeout(r, 150));
+  child.kill('SIGTERM');
+  const code = await new Promise((r) => child.on('exit', r));
+  const results = await Promise.all(inflight);
+  t.equal(code, 0, 'exit code 0');
+  t.match(out, /"msg":"stopping"/);
+  t.comment(`outcomes: ${results.join(', ')}`);
+  t.ok(results.some((r) => r === 'status 204'), 'in-flight requests completed');
+  t.notOk(results.some((r) => /status 5/.test(r)), 'no 5xx during shutdown');
+  t.notOk(results.some((r) => /ECONNRESET|UND_ERR_SOCKET/.test(r)), 'no connection cut mid-request');
+  t.notOk(out.includes('"level":50'), 'no error logged during shutdown');
+});
