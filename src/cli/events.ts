@@ -1,0 +1,160 @@
+/**
+ * `npm run events -- <command>`: the operator's tool over the event log, using the service's
+ * configuration (environment).
+ *
+ *   tail    [--stream <name|prefix->] [--type <T,…>] [--after <position> | --from-start]
+ *   export  [--stream <name>] [--after <position>] [--out <file>]         NDJSON, streamed
+ *   state   --at <position|ISO time> [--keep]                              read models as they were
+ *   migrate --to <kurrentdb://…|sqlite:<path>> [--from <url>]             copy the whole history
+ */
+import fs from 'node:fs';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { ConfigError, loadConfig } from '../config.ts';
+import { createLogger } from '../log.ts';
+import { openEventStore } from '../service.ts';
+import { rebuild, deleteKeys } from '../../projections/rebuild.ts';
+import { PROJECTIONS } from '../../projections/index.ts';
+import { generationPrefix } from '../readmodel/keys.ts';
+import { exportEvents, findPosition, migrate, openStoreUrl, tailEvents, toLine } from './eventsLib.ts';
+import { progressBar } from './progress.ts';
+import { countReadModels } from './stateCounts.ts';
+
+const USAGE = `usage: npm run events -- <tail|export|state|migrate> [options]
+  tail    [--stream <name|prefix->] [--type <Type,…>] [--after <position> | --from-start]
+  export  [--stream <name>] [--after <position>] [--out <file>]
+  state   --at <position|ISO time> [--keep]
+  migrate --to <kurrentdb://…|sqlite:<path>> [--from <url>]`;
+
+async function main(): Promise<number> {
+  const [command, ...rest] = process.argv.slice(2);
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      stream: { type: 'string' },
+      type: { type: 'string' },
+      after: { type: 'string' },
+      'from-start': { type: 'boolean' },
+      out: { type: 'string' },
+      at: { type: 'string' },
+      keep: { type: 'boolean' },
+      to: { type: 'string' },
+      from: { type: 'string' },
+    },
+    strict: true,
+  });
+  if (!command || !['tail', 'export', 'state', 'migrate'].includes(command)) {
+    console.error(USAGE);
+    return 2;
+  }
+  const config = loadConfig();
+  const after = values.after !== undefined ? BigInt(values.after) : undefined;
+  const store = values.from ? await openStoreUrl(values.from) : await openEventStore(config);
+  try {
+    switch (command) {
+      case 'tail': {
+        const stop = await tailEvents(
+          store,
+          {
+            ...(values.stream ? { stream: values.stream } : {}),
+            ...(values.type ? { types: values.type.split(',') } : {}),
+            ...(after !== undefined ? { after } : {}),
+            fromStart: values['from-start'] ?? false,
+          },
+          (e) => process.stdout.write(toLine(e) + '\n'),
+        );
+        await new Promise<void>((resolve) => {
+          process.once('SIGINT', resolve);
+          process.once('SIGTERM', resolve);
+        });
+        await stop();
+        return 0;
+      }
+      case 'export': {
+        const out = values.out ? fs.createWriteStream(values.out) : process.stdout;
+        const bar = progressBar('export', undefined);
+        const n = await exportEvents(store, out, {
+          ...(values.stream ? { stream: values.stream } : {}),
+          ...(after !== undefined ? { after } : {}),
+          onProgress: (k) => bar.update(k),
+        });
+        bar.stop();
+        if (values.out) await new Promise<void>((r) => (out as fs.WriteStream).end(() => r()));
+        console.error(`exported ${n} events`);
+        return 0;
+      }
+      case 'state': {
+        if (!values.at) throw new UsageError('state needs --at <position|ISO time>');
+        const position = /^\d+$/.test(values.at) ? BigInt(values.at) : await findPosition(store, parseTime(values.at));
+        if (position === undefined) {
+          console.log(`no events at or before ${values.at}`);
+          return 0;
+        }
+        const targetPrefix = `${config.redisPrefix}state:${Date.now()}:`;
+        const bar = progressBar('state', undefined);
+        const r = await rebuild({
+          store,
+          redisUrl: config.redisUrl,
+          prefix: config.redisPrefix,
+          targetPrefix,
+          untilPosition: position,
+          partitions: 1,
+          projections: PROJECTIONS,
+          log: createLogger('warn'),
+          onProgress: (p) => bar.update(p.events),
+        });
+        bar.stop();
+        const redis = new Redis(config.redisUrl);
+        try {
+          const counts = await countReadModels(redis, generationPrefix(targetPrefix, r.generation));
+          console.log(JSON.stringify({ position: position.toString(), events: r.events, prefix: targetPrefix, ...counts }));
+          if (!values.keep) await deleteKeys(redis, targetPrefix);
+          else console.error(`read models kept under ${generationPrefix(targetPrefix, r.generation)}`);
+        } finally {
+          redis.disconnect();
+        }
+        return 0;
+      }
+      case 'migrate': {
+        if (!values.to) throw new UsageError('migrate needs --to <url>');
+        const target = await openStoreUrl(values.to);
+        const bar = progressBar('migrate', undefined);
+        try {
+          const r = await migrate(store, target, {
+            checkpointDir: config.dataDir,
+            targetId: values.to,
+            onProgress: (c, s) => bar.update(c + s),
+          });
+          bar.stop();
+          console.log(`copied ${r.copied} events, ${r.skipped} already present`);
+        } finally {
+          await target.close();
+        }
+        return 0;
+      }
+    }
+    return 2;
+  } finally {
+    await store.close();
+  }
+}
+
+class UsageError extends Error {}
+
+function parseTime(s: string): Date {
+  const d = new Date(s);
+  if (Number.isNaN(d.getTime())) throw new UsageError(`--at: "${s}" is neither a position nor an ISO time`);
+  return d;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof ConfigError || err instanceof UsageError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exit(1);
+  },
+);
