@@ -1,5 +1,6 @@
 /** HTTP helpers for tests: JSON requests against a running service, and account sign-up. */
 import type { Service } from '../../src/service.ts';
+import { checkResponse } from './openapi.ts';
 
 /** A parsed response. */
 export interface Res<T = any> {
@@ -17,6 +18,8 @@ export interface ReqOptions {
   /** Send the body as-is (already a string) with this content type. */
   rawBody?: string;
   contentType?: string;
+  /** Do not check the answer against the stoat-api OpenAPI document (for deliberately odd requests). */
+  skipOpenApi?: boolean;
 }
 
 /** Sends a request to `base + path` and parses a JSON answer when there is one. */
@@ -41,6 +44,7 @@ export async function request<T = any>(base: string, method: string, path: strin
       parsed = undefined;
     }
   }
+  if (!o.skipOpenApi) checkResponse(method, path, res.status, parsed, text);
   return { status: res.status, body: parsed as T, headers: res.headers, text };
 }
 
