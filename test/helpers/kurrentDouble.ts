@@ -1,0 +1,425 @@
+/**
+ * An in-memory KurrentDB gRPC test double (stack-notes §4, Appendix A), grown to what
+ * `@kurrent/kurrentdb-client` 1.3.1 needs for `KurrentEventStore`:
+ * - `ServerFeatures.GetSupportedMethods` (lists Read, Append and v2 AppendSession, not BatchAppend, so the
+ *   client appends through `Streams.Append` and allows `multiStreamAppend`);
+ * - `Streams.Append` (expected revision any / no_stream / stream_exists / exact);
+ * - `Streams.Read`: stream and `$all`, forwards and backwards, count, StreamNotFound, `$all` filters
+ *   (stream-name or event-type prefix/regex), and subscriptions (confirmation, catch-up, caught-up, live);
+ * - v2 `StreamsService.AppendSession` (multi-stream append: all expected revisions hold and everything is
+ *   written, or nothing is and a `StreamRevisionConflictErrorDetails` status comes back).
+ * Positions grow like byte offsets (not contiguous); commit position = prepare position for every event.
+ * The stubs come from the client package itself: they register in google-protobuf's global namespace.
+ */
+import { createRequire } from 'node:module';
+import { EventEmitter } from 'node:events';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import type * as StreamsPb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/streams_pb.js';
+import type * as StreamsGrpc from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/streams_grpc_pb.js';
+import type * as SharedPb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/shared_pb.js';
+import type * as FeaturesPb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/serverfeatures_pb.js';
+import type * as FeaturesGrpc from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/serverfeatures_grpc_pb.js';
+import type * as StatusPb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/status_pb.js';
+import type * as V2Pb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/streams/streams_pb.js';
+import type * as V2Grpc from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/streams/streams_grpc_pb.js';
+import type * as V2ErrorsPb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/streams/errors_pb.js';
+import type * as AnyPb from 'google-protobuf/google/protobuf/any_pb.js';
+import type * as TimestampPb from 'google-protobuf/google/protobuf/timestamp_pb.js';
+
+const require = createRequire(import.meta.url);
+const clientDir = path.dirname(require.resolve('@kurrent/kurrentdb-client/package.json'));
+const gen = path.join(clientDir, 'generated/kurrentdb/protocols');
+// google-protobuf as the client resolves it, so the well-known types are the same instances.
+const clientRequire = createRequire(path.join(clientDir, 'package.json'));
+const pb = require(`${gen}/v1/streams_pb.js`) as typeof StreamsPb;
+const streamsGrpc = require(`${gen}/v1/streams_grpc_pb.js`) as typeof StreamsGrpc;
+const shared = require(`${gen}/v1/shared_pb.js`) as typeof SharedPb;
+const featuresPb = require(`${gen}/v1/serverfeatures_pb.js`) as typeof FeaturesPb;
+const featuresGrpc = require(`${gen}/v1/serverfeatures_grpc_pb.js`) as typeof FeaturesGrpc;
+const statusPb = require(`${gen}/v1/status_pb.js`) as typeof StatusPb;
+const v2 = require(`${gen}/v2/streams/streams_pb.js`) as typeof V2Pb;
+const v2Grpc = require(`${gen}/v2/streams/streams_grpc_pb.js`) as typeof V2Grpc;
+const v2Errors = require(`${gen}/v2/streams/errors_pb.js`) as typeof V2ErrorsPb;
+const anyPb = clientRequire('google-protobuf/google/protobuf/any_pb.js') as typeof AnyPb;
+const timestampPb = clientRequire('google-protobuf/google/protobuf/timestamp_pb.js') as typeof TimestampPb;
+
+/** One event as the double stores it. */
+export interface DoubleEvent {
+  id: string;
+  stream: string;
+  revision: number;
+  position: bigint;
+  type: string;
+  contentType: string;
+  /** .NET ticks as a decimal string. */
+  created: string;
+  customMetadata: Uint8Array;
+  data: Uint8Array;
+}
+
+/** Options of `startKurrentDouble`. */
+export interface KurrentDoubleOptions {
+  /** Answer ServerFeatures with UNIMPLEMENTED, like a server too old for multi-stream appends. */
+  legacy?: boolean;
+}
+
+/** A running double. */
+export interface KurrentDouble {
+  /** Connection string for `KurrentDBClient.connectionString`. */
+  url: string;
+  port: number;
+  /** The global log, in position order (for assertions). */
+  readonly log: readonly DoubleEvent[];
+  /** RPCs served, by name (`append`, `appendSession`, `read`, `getSupportedMethods`; `read:filtered` and
+   * `subscribe:filtered` for `$all` reads and subscriptions that carried a server-side filter). */
+  readonly calls: Record<string, number>;
+  /** Shuts the server down, cancelling open subscriptions. */
+  stop(): Promise<void>;
+}
+
+type Proposed = { id: string; type: string; contentType: string; customMetadata: Uint8Array; data: Uint8Array };
+
+const EXPECT_ANY = -2n;
+const EXPECT_NO_STREAM = -1n;
+const EXPECT_EXISTS = -4n;
+
+/** Starts a double on 127.0.0.1 and an ephemeral port. */
+export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Promise<KurrentDouble> {
+  const streams = new Map<string, DoubleEvent[]>();
+  const log: DoubleEvent[] = [];
+  const bus = new EventEmitter();
+  bus.setMaxListeners(0);
+  const calls: Record<string, number> = {};
+  const count = (name: string) => {
+    calls[name] = (calls[name] ?? 0) + 1;
+  };
+  let nextPosition = 4096n; // like a chunk header in front of the first record
+
+  const ticks = () => (BigInt(Date.now()) * 10_000n + 621_355_968_000_000_000n).toString();
+  const current = (stream: string) => (streams.get(stream)?.length ?? 0) - 1; // -1: no stream
+  const holds = (expected: bigint, cur: number) =>
+    expected === EXPECT_ANY ||
+    (expected === EXPECT_NO_STREAM && cur === -1) ||
+    (expected === EXPECT_EXISTS && cur >= 0) ||
+    (expected >= 0n && expected === BigInt(cur));
+
+  /** Writes one stream's events; the caller has checked the expected revision. */
+  const write = (stream: string, proposed: Proposed[]): DoubleEvent[] => {
+    const s = streams.get(stream) ?? [];
+    streams.set(stream, s);
+    const created = ticks();
+    return proposed.map((p) => {
+      const e: DoubleEvent = { ...p, stream, revision: s.length, position: nextPosition, created };
+      // A record takes its header plus its payload: positions are byte offsets, not counters.
+      nextPosition += 80n + BigInt(stream.length + p.type.length + p.data.length + p.customMetadata.length);
+      s.push(e);
+      log.push(e);
+      return e;
+    });
+  };
+  const publish = (events: DoubleEvent[]) => {
+    for (const e of events) bus.emit('event', e);
+  };
+
+  const uuidString = (u: SharedPb.UUID | undefined): string => {
+    const st = u?.getStructured();
+    if (!st) return u?.getString() ?? '';
+    const hex = (v: string) => BigInt.asUintN(64, BigInt(v)).toString(16).padStart(16, '0');
+    const h = hex(st.getMostSignificantBits()) + hex(st.getLeastSignificantBits());
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  };
+  const uuid = (id: string, structured: boolean) => {
+    const u = new shared.UUID();
+    if (!structured) return u.setString(id);
+    const hex = id.replace(/-/g, '');
+    const signed = (h: string) => BigInt.asIntN(64, BigInt(`0x${h}`)).toString();
+    const st = new shared.UUID.Structured();
+    st.setMostSignificantBits(signed(hex.slice(0, 16)));
+    st.setLeastSignificantBits(signed(hex.slice(16)));
+    return u.setStructured(st);
+  };
+  const toReadResp = (e: DoubleEvent, structured: boolean) => {
+    const r = new pb.ReadResp.ReadEvent.RecordedEvent();
+    r.setId(uuid(e.id, structured));
+    r.setStreamIdentifier(new shared.StreamIdentifier().setStreamName(Buffer.from(e.stream)));
+    r.setStreamRevision(String(e.revision));
+    r.setPreparePosition(String(e.position));
+    r.setCommitPosition(String(e.position));
+    const m = r.getMetadataMap();
+    m.set('type', e.type);
+    m.set('content-type', e.contentType);
+    m.set('created', e.created);
+    r.setCustomMetadata(e.customMetadata);
+    r.setData(e.data);
+    const ev = new pb.ReadResp.ReadEvent().setEvent(r).setCommitPosition(String(e.position));
+    return new pb.ReadResp().setEvent(ev);
+  };
+  const streamName = (id: SharedPb.StreamIdentifier | undefined) =>
+    Buffer.from(id?.getStreamName_asU8() ?? new Uint8Array()).toString('utf8');
+
+  /** The `$all` filter of a read request, as a predicate. */
+  const filterOf = (o: StreamsPb.ReadReq.Options): ((e: DoubleEvent) => boolean) => {
+    const f = o.getFilter();
+    if (!o.hasFilter() || !f) return () => true;
+    const onStream = f.hasStreamIdentifier();
+    const expr = onStream ? f.getStreamIdentifier() : f.getEventType();
+    if (!expr) return () => true;
+    const prefixes = expr.getPrefixList();
+    const regex = expr.getRegex() ? new RegExp(expr.getRegex()) : undefined;
+    return (e) => {
+      const subject = onStream ? e.stream : e.type;
+      if (prefixes.length > 0) return prefixes.some((p) => subject.startsWith(p));
+      return regex ? regex.test(subject) : true;
+    };
+  };
+
+  const streamsImpl: grpc.UntypedServiceImplementation = {
+    append(call: grpc.ServerReadableStream<StreamsPb.AppendReq, StreamsPb.AppendResp>, cb: grpc.sendUnaryData<StreamsPb.AppendResp>) {
+      count('append');
+      let opts: StreamsPb.AppendReq.Options | undefined;
+      const proposed: Proposed[] = [];
+      call.on('data', (req: StreamsPb.AppendReq) => {
+        if (req.hasOptions()) opts = req.getOptions();
+        const m = req.getProposedMessage();
+        if (!m) return;
+        const meta = m.getMetadataMap();
+        proposed.push({
+          id: uuidString(m.getId()),
+          type: meta.get('type') ?? '',
+          contentType: meta.get('content-type') ?? 'application/octet-stream',
+          customMetadata: m.getCustomMetadata_asU8(),
+          data: m.getData_asU8(),
+        });
+      });
+      call.on('end', () => {
+        if (!opts) return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'append without options' });
+        const stream = streamName(opts.getStreamIdentifier());
+        const C = pb.AppendReq.Options.ExpectedStreamRevisionCase;
+        const c = opts.getExpectedStreamRevisionCase();
+        const expected =
+          c === C.REVISION ? BigInt(opts.getRevision()) : c === C.NO_STREAM ? EXPECT_NO_STREAM : c === C.STREAM_EXISTS ? EXPECT_EXISTS : EXPECT_ANY;
+        const cur = current(stream);
+        const resp = new pb.AppendResp();
+        if (!holds(expected, cur)) {
+          const w = new pb.AppendResp.WrongExpectedVersion();
+          if (cur === -1) w.setCurrentNoStream(new shared.Empty());
+          else w.setCurrentRevision(String(cur));
+          if (c === C.REVISION) w.setExpectedRevision(opts.getRevision());
+          else if (c === C.NO_STREAM) w.setExpectedNoStream(new shared.Empty());
+          else w.setExpectedStreamExists(new shared.Empty());
+          return cb(null, resp.setWrongExpectedVersion(w));
+        }
+        const added = write(stream, proposed);
+        const ok = new pb.AppendResp.Success();
+        const after = current(stream);
+        if (after === -1) ok.setNoStream(new shared.Empty());
+        else ok.setCurrentRevision(String(after));
+        const last = added[added.length - 1];
+        if (last) {
+          const p = String(last.position);
+          ok.setPosition(new pb.AppendResp.Position().setCommitPosition(p).setPreparePosition(p));
+        } else ok.setNoPosition(new shared.Empty());
+        cb(null, resp.setSuccess(ok));
+        publish(added);
+      });
+    },
+
+    read(call: grpc.ServerWritableStream<StreamsPb.ReadReq, StreamsPb.ReadResp>) {
+      count('read');
+      const o = call.request.getOptions();
+      if (o?.hasFilter()) count(o.hasSubscription() ? 'subscribe:filtered' : 'read:filtered');
+      if (!o) return void call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: 'read without options' });
+      const structured = o.getUuidOption()?.hasStructured() ?? false;
+      const backwards = o.getReadDirection() === pb.ReadReq.Options.ReadDirection.BACKWARDS;
+      const subscription = o.hasSubscription();
+      const all = o.getStreamOptionCase() === pb.ReadReq.Options.StreamOptionCase.ALL;
+      const matches = all ? filterOf(o) : () => true;
+      const send = (e: DoubleEvent) => call.write(toReadResp(e, structured));
+
+      // `src` holds the events to read (a stream or the log); `from` is the index of the first one to send.
+      let src: DoubleEvent[];
+      let name = '$all';
+      let from: number; // backwards reads go down from it
+      if (all) {
+        src = log;
+        const a = o.getAll();
+        const pos = a?.getPosition();
+        if (pos) {
+          const p = BigInt(pos.getCommitPosition());
+          // Reads include the event at the position; subscriptions start after it; backwards reads go before it.
+          from = subscription
+            ? src.findIndex((e) => e.position > p)
+            : backwards
+              ? src.findLastIndex((e) => e.position < p)
+              : src.findIndex((e) => e.position >= p);
+          if (from === -1 && !backwards) from = src.length;
+        } else if (a?.hasEnd()) from = backwards ? src.length - 1 : src.length;
+        else from = backwards ? -1 : 0;
+      } else {
+        const so = o.getStream();
+        name = streamName(so?.getStreamIdentifier());
+        const s = streams.get(name);
+        if (!s && !subscription) {
+          const nf = new pb.ReadResp.StreamNotFound().setStreamIdentifier(so?.getStreamIdentifier());
+          call.write(new pb.ReadResp().setStreamNotFound(nf));
+          return call.end();
+        }
+        src = s ?? [];
+        if (so?.hasRevision()) {
+          const r = Number(so.getRevision());
+          from = subscription ? r + 1 : backwards ? Math.min(r, src.length - 1) : r;
+        } else if (so?.hasEnd()) from = backwards ? src.length - 1 : src.length;
+        else from = backwards ? -1 : 0;
+      }
+
+      if (!subscription) {
+        let n = o.hasCount() ? BigInt(o.getCount()) : BigInt(Number.MAX_SAFE_INTEGER);
+        if (backwards) {
+          for (let i = from; i >= 0 && n > 0n; i--) if (matches(src[i]!)) (send(src[i]!), n--);
+        } else {
+          for (let i = from; i < src.length && n > 0n; i++) if (matches(src[i]!)) (send(src[i]!), n--);
+        }
+        return call.end();
+      }
+
+      // Subscription: confirmation, catch-up, caught-up, then live events. Nothing can be appended while
+      // this synchronous block runs, so no event falls between the catch-up and the live listener.
+      call.write(new pb.ReadResp().setConfirmation(new pb.ReadResp.SubscriptionConfirmation().setSubscriptionId(`sub-${Math.random().toString(36).slice(2)}`)));
+      const snapshot = all ? log : (streams.get(name) ?? []);
+      for (let i = from; i < snapshot.length; i++) if (matches(snapshot[i]!)) send(snapshot[i]!);
+      const caughtUp = new pb.ReadResp.CaughtUp().setTimestamp(timestampPb.Timestamp.fromDate(new Date()));
+      const tail = snapshot[snapshot.length - 1];
+      if (all && tail) {
+        const p = String(tail.position);
+        caughtUp.setPosition(new pb.ReadResp.Position().setCommitPosition(p).setPreparePosition(p));
+      } else if (!all && tail) caughtUp.setStreamRevision(String(tail.revision));
+      call.write(new pb.ReadResp().setCaughtUp(caughtUp));
+      const onEvent = (e: DoubleEvent) => {
+        if ((all || e.stream === name) && matches(e)) send(e);
+      };
+      bus.on('event', onEvent);
+      const stop = () => {
+        bus.off('event', onEvent);
+      };
+      call.on('cancelled', stop);
+      call.on('close', stop);
+      call.on('error', stop);
+      subscriptions.add(call);
+      call.on('close', () => subscriptions.delete(call));
+    },
+
+    delete(_call: unknown, cb: grpc.sendUnaryData<unknown>) {
+      cb({ code: grpc.status.UNIMPLEMENTED });
+    },
+    tombstone(_call: unknown, cb: grpc.sendUnaryData<unknown>) {
+      cb({ code: grpc.status.UNIMPLEMENTED });
+    },
+    batchAppend(call: grpc.ServerDuplexStream<unknown, unknown>) {
+      call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'BatchAppend is not implemented' });
+    },
+  };
+
+  const v2Impl: grpc.UntypedServiceImplementation = {
+    appendSession(call: grpc.ServerReadableStream<V2Pb.AppendRequest, V2Pb.AppendSessionResponse>, cb: grpc.sendUnaryData<V2Pb.AppendSessionResponse>) {
+      count('appendSession');
+      const requests: V2Pb.AppendRequest[] = [];
+      call.on('data', (req: V2Pb.AppendRequest) => requests.push(req));
+      call.on('end', () => {
+        // Check every stream first; write only when all hold (atomic).
+        const seen = new Set<string>();
+        for (const req of requests) {
+          const stream = req.getStream();
+          if (seen.has(stream)) return cb({ code: grpc.status.INVALID_ARGUMENT, details: `stream ${stream} appears twice in the session` });
+          seen.add(stream);
+          const expected = BigInt(req.getExpectedRevision() ?? EXPECT_ANY);
+          const cur = current(stream);
+          if (!holds(expected, cur)) {
+            const d = new v2Errors.StreamRevisionConflictErrorDetails()
+              .setStream(stream)
+              .setExpectedRevision(expected.toString())
+              .setActualRevision(String(cur));
+            const any = new anyPb.Any();
+            any.pack(d.serializeBinary(), 'kurrentdb.protocol.v2.streams.errors.StreamRevisionConflictErrorDetails');
+            const status = new statusPb.Status().setCode(9).setMessage(`revision conflict on ${stream}`).setDetails(any);
+            const md = new grpc.Metadata();
+            md.set('grpc-status-details-bin', Buffer.from(status.serializeBinary()));
+            return cb({ code: grpc.status.FAILED_PRECONDITION, details: `revision conflict on ${stream}`, metadata: md });
+          }
+        }
+        const added: DoubleEvent[] = [];
+        const resp = new v2.AppendSessionResponse();
+        for (const req of requests) {
+          const stream = req.getStream();
+          const proposed = req.getRecordsList().map((r): Proposed => {
+            const props: Record<string, unknown> = {};
+            for (const [k, v] of r.getPropertiesMap().entries()) props[k] = v.toJavaScript();
+            const format = r.getSchema()?.getFormat();
+            return {
+              id: r.getRecordId() ?? '',
+              type: r.getSchema()?.getName() ?? '',
+              contentType: format === v2.SchemaFormat.SCHEMA_FORMAT_JSON ? 'application/json' : 'application/octet-stream',
+              // Properties surface as the event's JSON metadata, as KurrentDB does for v1 readers.
+              customMetadata: Object.keys(props).length ? Buffer.from(JSON.stringify(props)) : new Uint8Array(),
+              data: r.getData_asU8(),
+            };
+          });
+          const events = write(stream, proposed);
+          added.push(...events);
+          const out = new v2.AppendResponse().setStream(stream).setStreamRevision(String(current(stream)));
+          const last = events[events.length - 1];
+          if (last) out.setPosition(String(last.position));
+          resp.addOutput(out);
+        }
+        resp.setPosition(String(added[added.length - 1]?.position ?? -1n));
+        cb(null, resp);
+        publish(added);
+      });
+    },
+    appendRecords(_call: unknown, cb: grpc.sendUnaryData<unknown>) {
+      cb({ code: grpc.status.UNIMPLEMENTED });
+    },
+  };
+
+  const featuresImpl: grpc.UntypedServiceImplementation = {
+    getSupportedMethods(_call: unknown, cb: grpc.sendUnaryData<FeaturesPb.SupportedMethods>) {
+      count('getSupportedMethods');
+      const method = (service: string, name: string) => new featuresPb.SupportedMethod().setServiceName(service).setMethodName(name);
+      const res = new featuresPb.SupportedMethods()
+        .setEventStoreServerVersion('25.1.0')
+        .setMethodsList([
+          method('event_store.client.streams.Streams', 'Read'),
+          method('event_store.client.streams.Streams', 'Append'),
+          method('kurrentdb.protocol.v2.streams.StreamsService', 'AppendSession'),
+        ]);
+      cb(null, res);
+    },
+  };
+
+  const subscriptions = new Set<grpc.ServerWritableStream<StreamsPb.ReadReq, StreamsPb.ReadResp>>();
+  const server = new grpc.Server();
+  server.addService(streamsGrpc.StreamsService, streamsImpl);
+  if (!options.legacy) {
+    server.addService(v2Grpc.StreamsServiceService, v2Impl);
+    server.addService(featuresGrpc.ServerFeaturesService, featuresImpl);
+  }
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  return {
+    url: `kurrentdb://127.0.0.1:${port}?tls=false`,
+    port,
+    log,
+    calls,
+    stop: async () => {
+      for (const s of subscriptions) s.end();
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => server.forceShutdown(), 2000);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+  };
+}
