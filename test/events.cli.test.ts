@@ -118,3 +118,25 @@ t.test('migrate copies the history in order with ids and metadata, and resumes',
   t.equal(again.copied, 0);
   t.equal(again.skipped, 1200, 'without a checkpoint everything is recognised as copied');
 });
+
+t.test('migrate to KurrentDB (the gRPC double) and back', async (t) => {
+  const { startKurrentDouble } = await import('./helpers/kurrentDouble.ts');
+  const { openKurrentEventStore } = await import('../src/eventstore/kurrent.ts');
+  const double = await startKurrentDouble();
+  t.teardown(() => double.stop());
+  const dir = tempDir(t);
+  const source = new SqliteEventStore(path.join(dir, 'source.sqlite'));
+  t.teardown(() => source.close());
+  for (let i = 0; i < 300; i++) {
+    await source.append(`stream-${i % 7}`, [{ id: crypto.randomUUID(), type: 'Tested', data: { i }, metadata: { actor: i % 2 ? 'u' : null, requestId: `r${i}`, at: new Date(i).toISOString(), scope: 's', ...(i % 5 ? {} : { reason: 'because' }) } }], 'any');
+  }
+  const kurrent = await openKurrentEventStore(double.url);
+  t.teardown(() => kurrent.close());
+  t.equal((await migrate(source, kurrent, { checkpointDir: dir, targetId: double.url, batch: 64 })).copied, 300);
+  const back = new SqliteEventStore(path.join(dir, 'back.sqlite'));
+  t.teardown(() => back.close());
+  t.equal((await migrate(kurrent, back, { checkpointDir: dir, targetId: 'back', batch: 64 })).copied, 300);
+  const a = await all(source);
+  const b = await all(back);
+  t.same(b.map((e) => [e.id, e.stream, e.revision, e.type, e.data, e.metadata]), a.map((e) => [e.id, e.stream, e.revision, e.type, e.data, e.metadata]), 'round trip keeps order, ids, data and metadata');
+});
