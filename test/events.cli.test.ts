@@ -9,17 +9,29 @@ import { startTestService, tempDir } from './helpers/service.ts';
 import { signup } from './helpers/http.ts';
 
 /** Runs `npm run events -- …` (the CLI file directly) with a service's configuration. */
-function runCli(env: Record<string, string>, args: string[], opts: { until?: (out: string) => boolean } = {}): Promise<{ code: number | null; out: string; err: string }> {
+function runCli(
+  env: Record<string, string>,
+  args: string[],
+  opts: { until?: (out: string) => boolean; onStderr?: (err: string) => void } = {},
+): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/events.ts', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
+    // A run that never ends fails the test instead of hanging it.
+    const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
     child.stdout.on('data', (d) => {
       out += d;
       if (opts.until?.(out)) child.kill('SIGINT');
     });
-    child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (code) => resolve({ code, out, err }));
+    child.stderr.on('data', (d) => {
+      err += d;
+      opts.onStderr?.(err);
+    });
+    child.on('exit', (code) => {
+      clearTimeout(guard);
+      resolve({ code, out, err });
+    });
   });
 }
 
@@ -55,8 +67,10 @@ t.test('events tool', async (t) => {
   });
 
   t.test('tail follows new events, filtered by type', async (t) => {
-    const pending = runCli(env, ['tail', '--type', 'UserEdited'], { until: (out) => out.includes('Tail Test') });
-    await new Promise((r) => setTimeout(r, 800));
+    let ready!: () => void;
+    const tailing = new Promise<void>((r) => (ready = r));
+    const pending = runCli(env, ['tail', '--type', 'UserEdited'], { until: (out) => out.includes('Tail Test'), onStderr: (e) => e.includes('tailing') && ready() });
+    await tailing;
     await b.api.patch('/users/@me', { display_name: 'Not This' }); // also UserEdited, but checks the filter below
     await a.api.post('/auth/session/logout'); // a SessionRevoked: filtered out
     await b.api.patch('/users/@me', { display_name: 'Tail Test' });

@@ -63,6 +63,7 @@ async function main(): Promise<number> {
           },
           (e) => process.stdout.write(toLine(e) + '\n'),
         );
+        console.error('tailing; Ctrl-C to stop');
         await new Promise<void>((resolve) => {
           process.once('SIGINT', resolve);
           process.once('SIGTERM', resolve);
