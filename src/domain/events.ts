@@ -7,10 +7,14 @@ import type { z } from 'zod';
 import type { EventMetadata, NewEvent, RecordedEvent } from '../eventstore/port.ts';
 import { newEventId } from '../ids.ts';
 import { accountEvents } from './account/events.ts';
+import { channelEvents } from './channel/events.ts';
+import { serverEvents } from './server/events.ts';
 
 /** Every event schema by type name. Add an aggregate's schemas here. */
 export const EVENT_SCHEMAS = {
   ...accountEvents,
+  ...serverEvents,
+  ...channelEvents,
 } as const satisfies Record<string, z.ZodType>;
 
 /** Name of every event type. */

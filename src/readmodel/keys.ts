@@ -47,4 +47,22 @@ export const rm = {
   session: (tokenHash: string) => `session:${tokenHash}`,
   /** The public UserProfile JSON, present once onboarded (projection `accounts`). */
   user: (userId: string) => `user:${userId}`,
+
+  /** ServerState JSON: Revolt's Server plus the `server-<id>` revision (projection `servers`). */
+  server: (serverId: string) => `server:${serverId}`,
+  /** Hash user id → Member JSON of every member (projection `servers`). */
+  serverMembers: (serverId: string) => `server:${serverId}:members`,
+  /** Hash user id → ServerBan JSON (projection `servers`). */
+  serverBans: (serverId: string) => `server:${serverId}:bans`,
+  /** Set of the server's invite codes (projection `servers`). */
+  serverInvites: (serverId: string) => `server:${serverId}:invites`,
+  /** Invite JSON by code (projection `servers`; written by the partition of the invite's server). */
+  invite: (code: string) => `invite:${code}`,
+  /**
+   * Set of the server ids a user is a member of (projection `servers`). Written from the partition of each
+   * server, so only with SADD/SREM (commutative); readers must treat it as a hint and check `server:<id>`.
+   */
+  userServers: (userId: string) => `user:${userId}:servers`,
+  /** ChannelState JSON: Stoat's TextChannel plus the `channel-<id>` revision (projection `channels`). */
+  channel: (channelId: string) => `channel:${channelId}`,
 };

@@ -1,0 +1,40 @@
+/** EditChannel: PATCH /channels/:id of a server channel (reference §3.6). */
+import { AppError } from '../../errors.ts';
+import { Permission } from '../../permissions/bits.ts';
+import { require as requirePermission } from '../../permissions/calculate.ts';
+import type { CallerContext } from '../server/caller.ts';
+import type { DomainEvent } from '../events.ts';
+import type { ChannelState } from './state.ts';
+
+/** Removable channel fields. */
+export type ChannelField = 'Description' | 'Icon' | 'DefaultPermissions' | 'Voice';
+
+/** Input of EditChannel; absent fields are unchanged. */
+export interface EditChannel {
+  name?: string | undefined;
+  description?: string | undefined;
+  nsfw?: boolean | undefined;
+  voice?: { max_users?: number | undefined } | undefined;
+  /** Group channels only: on a server channel → 400 InvalidOperation. */
+  owner?: string | undefined;
+  remove: ChannelField[];
+}
+
+/** Context of EditChannel: the caller's channel-level value. */
+export interface EditChannelContext extends CallerContext {
+  voiceEnabled: boolean;
+}
+
+/** ManageChannel; an empty edit changes nothing; `owner` → InvalidOperation; voice settings need voice enabled (FeatureDisabled). */
+export function decideEditChannel(cmd: EditChannel, channel: ChannelState, ctx: EditChannelContext): DomainEvent[] {
+  requirePermission(ctx.caller.permissions, Permission.ManageChannel);
+  const data: Extract<DomainEvent, { type: 'ChannelEdited' }>['data']['data'] = {};
+  if (cmd.name !== undefined) data.name = cmd.name;
+  if (cmd.description !== undefined) data.description = cmd.description;
+  if (cmd.nsfw !== undefined) data.nsfw = cmd.nsfw;
+  if (cmd.voice !== undefined) data.voice = cmd.voice.max_users !== undefined ? { max_users: cmd.voice.max_users } : {};
+  if (Object.keys(data).length === 0 && cmd.owner === undefined && cmd.remove.length === 0) return [];
+  if (cmd.owner !== undefined) throw new AppError({ type: 'InvalidOperation' });
+  if (data.voice !== undefined && !ctx.voiceEnabled) throw new AppError({ type: 'FeatureDisabled', feature: 'voice' });
+  return [{ type: 'ChannelEdited', data: { channelId: channel._id, data, remove: [...new Set(cmd.remove)] } }];
+}

@@ -1,0 +1,63 @@
+/** EditServer: name, description, categories, system messages, analytics and `remove` (reference §3.5). */
+import { AppError } from '../../errors.ts';
+import { Permission } from '../../permissions/bits.ts';
+import { require as requirePermission } from '../../permissions/calculate.ts';
+import type { DomainEvent } from '../events.ts';
+import type { CategoryObject, SystemMessagesObject } from '../models.ts';
+import type { CallerContext } from './caller.ts';
+import type { ServerView } from './state.ts';
+
+/** Input of EditServer; absent fields are unchanged. */
+export interface EditServer {
+  name?: string | undefined;
+  description?: string | undefined;
+  /** The whole new categories array. */
+  categories?: CategoryObject[] | undefined;
+  system_messages?: SystemMessagesObject | undefined;
+  analytics?: boolean | undefined;
+  /** Privileged only (403 NotPrivileged here: there are no privileged users). */
+  flags?: number | undefined;
+  /** Privileged only. */
+  discoverable?: boolean | undefined;
+  remove: Array<'Description' | 'Categories' | 'SystemMessages' | 'Icon' | 'Banner'>;
+}
+
+/**
+ * Revolt's order: an empty edit changes nothing; ManageServer for any of name, description, system messages,
+ * analytics or `remove`; flags/discoverable need a privileged user; ManageChannel for categories; system
+ * message channels must be the server's (404 NotFound); a channel in two categories → 400 InvalidOperation;
+ * unknown channel ids are dropped from categories.
+ */
+export function decideEditServer(cmd: EditServer, view: ServerView, ctx: CallerContext): DomainEvent[] {
+  const { server } = view;
+  const p = ctx.caller.permissions;
+  const touchesServer =
+    cmd.name !== undefined || cmd.description !== undefined || cmd.system_messages !== undefined || cmd.analytics !== undefined || cmd.remove.length > 0;
+  if (!touchesServer && cmd.categories === undefined && cmd.flags === undefined && cmd.discoverable === undefined) return [];
+  if (touchesServer) requirePermission(p, Permission.ManageServer);
+  if (cmd.flags !== undefined || cmd.discoverable !== undefined) throw new AppError({ type: 'NotPrivileged' });
+  if (cmd.categories !== undefined) requirePermission(p, Permission.ManageChannel);
+
+  const channels = new Set(server.channels);
+  if (cmd.system_messages) {
+    for (const id of Object.values(cmd.system_messages)) if (!channels.has(id)) throw new AppError({ type: 'NotFound' });
+  }
+  let categories: CategoryObject[] | undefined;
+  if (cmd.categories) {
+    const seen = new Set<string>();
+    categories = cmd.categories.map((c) => {
+      for (const id of c.channels) {
+        if (seen.has(id)) throw new AppError({ type: 'InvalidOperation' });
+        seen.add(id);
+      }
+      return { id: c.id, title: c.title, channels: c.channels.filter((id) => channels.has(id)) };
+    });
+  }
+  const data: Extract<DomainEvent, { type: 'ServerEdited' }>['data']['data'] = {};
+  if (cmd.name !== undefined) data.name = cmd.name;
+  if (cmd.description !== undefined) data.description = cmd.description;
+  if (categories !== undefined) data.categories = categories;
+  if (cmd.system_messages !== undefined) data.system_messages = cmd.system_messages;
+  if (cmd.analytics !== undefined) data.analytics = cmd.analytics;
+  return [{ type: 'ServerEdited', data: { data, remove: [...new Set(cmd.remove)] } }];
+}
