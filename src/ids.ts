@@ -1,5 +1,5 @@
 /** Identifier generation: ULIDs for every object (clients read timestamps out of them), UUIDs for events. */
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { monotonicFactory, decodeTime, isValid } from 'ulid';
 
 const next = monotonicFactory();
@@ -22,4 +22,14 @@ export function isUlid(s: string): boolean {
 /** Milliseconds since the epoch encoded in a ULID. */
 export function ulidTime(id: string): number {
   return decodeTime(id);
+}
+
+/** Revolt's invite alphabet: 0-9, A-Z, a-z without I, L, O, U, i, l, o, u (54 characters). */
+export const INVITE_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghjkmnpqrstvwxyz';
+
+/** A new invite code: 8 characters drawn uniformly from `INVITE_ALPHABET` (like Revolt's `nanoid(8)`). */
+export function newInviteCode(): string {
+  let code = '';
+  for (let i = 0; i < 8; i++) code += INVITE_ALPHABET[randomInt(INVITE_ALPHABET.length)];
+  return code;
 }

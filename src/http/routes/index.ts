@@ -1,8 +1,11 @@
 /** Every API route. A resource adds its `index.ts` here; `mountRoutes` orders literal segments first. */
 import type { AnyRoute } from '../route.ts';
 import auth from './auth/index.ts';
+import channels from './channels/index.ts';
+import invites from './invites/index.ts';
 import onboard from './onboard/index.ts';
 import root from './root/index.ts';
+import servers from './servers/index.ts';
 import users from './users/index.ts';
 
-export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users];
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites];

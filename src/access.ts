@@ -1,0 +1,136 @@
+/**
+ * Access to servers and channels for every feature (servers, messages, emoji, voice, gateway, audit): one
+ * place that turns "user U wants server S / channel C" into the stored objects and the user's permission
+ * value, with the membership rule of DESIGN §4 "security" built in — a missing server or channel and a
+ * server the user is not a member of look the same (404 NotFound), so nobody learns about another server.
+ *
+ * Permission values come from the one engine (`src/permissions/calculate.ts`):
+ * - `serverAccess(...).permissions` — server-level (DESIGN §4: server default → role overrides in rank
+ *   order → can_publish / can_receive → timeout; no ViewChannel gate; the owner gets GrantAllSafe). Use it
+ *   for ManageServer, ManageRole, KickMembers, BanMembers, TimeoutMembers, ManageCustomisation … checks.
+ * - `channelAccess(...).permissions` — the spec's eight steps for the channel (owner GrantAllSafe). Use it
+ *   for everything done in a channel (ViewChannel, SendMessage, Connect, Listen …).
+ * A timeout counts while it lies after `deps.now()`.
+ *
+ * Read order matters for optimistic concurrency: the server (which carries the revision a write expects) is
+ * read before the member, so a decision never pairs a newer revision with older facts.
+ *
+ * Typical use inside a command plan:
+ * ```ts
+ * const a = await channelAccess(deps, channelId, caller.userId);
+ * requirePermission(a.permissions, Permission.ViewChannel);
+ * requirePermission(a.permissions, Permission.SendMessage);
+ * ```
+ */
+import { AppError } from './errors.ts';
+import type { AppDeps } from './http/deps.ts';
+import type { ChannelState } from './domain/channel/state.ts';
+import type { MemberObject } from './domain/models.ts';
+import type { CallerFacts } from './domain/server/caller.ts';
+import { channelPermissionsOf, rankingOf, serverPermissionsOf } from './domain/server/permissions.ts';
+import type { ServerState } from './domain/server/state.ts';
+import { rm } from './readmodel/keys.ts';
+
+export { requirePermission, requireAll } from './permissions/calculate.ts';
+export { Permission } from './permissions/bits.ts';
+
+/** What the access helpers need: the read models and the clock (ms). */
+export type AccessDeps = Pick<AppDeps, 'readModels' | 'now'>;
+
+/** A member's access to a server. */
+export interface ServerAccess {
+  /** The stored server (Revolt's Server plus `revision`, the expected revision of a write to `server-<id>`). */
+  server: ServerState;
+  /** The caller's member object. */
+  member: MemberObject;
+  /** Server-level permission value (GrantAllSafe for the owner). */
+  permissions: bigint;
+  /** Ranking for rank checks: −Infinity for the owner, the best rank of the caller's roles, +Infinity without roles. */
+  ranking: number;
+  /** The caller owns the server. */
+  isOwner: boolean;
+}
+
+/** A member's access to a server channel. */
+export interface ChannelAccess {
+  /** The stored channel (Stoat's TextChannel plus `revision`, the expected revision of `channel-<id>`; -1 = no stream yet). */
+  channel: ChannelState;
+  /** The channel's server. */
+  server: ServerState;
+  /** The caller's member object. */
+  member: MemberObject;
+  /** Channel permission value (the spec's eight steps; GrantAllSafe for the owner; 0 without ViewChannel). */
+  permissions: bigint;
+  /** The caller owns the server. */
+  isOwner: boolean;
+}
+
+/** The stored server, or null (no membership check: for internal use such as invites). */
+export async function loadServer(deps: AccessDeps, serverId: string): Promise<ServerState | null> {
+  return deps.readModels.getJson<ServerState>(rm.server(serverId));
+}
+
+/** A stored member, or null. */
+export async function loadMember(deps: AccessDeps, serverId: string, userId: string): Promise<MemberObject | null> {
+  return deps.readModels.hgetJson<MemberObject>(rm.serverMembers(serverId), userId);
+}
+
+/** The stored channel, or null (no membership check). */
+export async function loadChannel(deps: AccessDeps, channelId: string): Promise<ChannelState | null> {
+  return deps.readModels.getJson<ChannelState>(rm.channel(channelId));
+}
+
+/** Server and member in read order (server first); 404 NotFound for a missing server or a non-member. */
+async function serverAndMember(deps: AccessDeps, serverId: string, userId: string): Promise<{ server: ServerState; member: MemberObject }> {
+  const server = await loadServer(deps, serverId);
+  if (!server) throw new AppError({ type: 'NotFound' });
+  const member = await loadMember(deps, serverId, userId);
+  if (!member) throw new AppError({ type: 'NotFound' });
+  return { server, member };
+}
+
+/**
+ * The caller's access to a server: the server, its member object, its server-level permissions and ranking.
+ * Throws 404 NotFound when the server does not exist or the user is not a member.
+ */
+export async function serverAccess(deps: AccessDeps, serverId: string, userId: string): Promise<ServerAccess> {
+  const { server, member } = await serverAndMember(deps, serverId, userId);
+  return {
+    server,
+    member,
+    permissions: serverPermissionsOf(server, userId, member, deps.now()),
+    ranking: rankingOf(server, userId, member),
+    isOwner: server.owner === userId,
+  };
+}
+
+/**
+ * The caller's access to a server channel: the channel, its server, the member object and the channel
+ * permissions (spec's eight steps at `deps.now()`). Throws 404 NotFound when the channel does not exist or
+ * the user is not a member of its server. It does not require ViewChannel: callers check the bits they need
+ * (`requirePermission(a.permissions, Permission.ViewChannel)` first on channel routes → 403 MissingPermission).
+ */
+export async function channelAccess(deps: AccessDeps, channelId: string, userId: string): Promise<ChannelAccess> {
+  const channel = await loadChannel(deps, channelId);
+  if (!channel) throw new AppError({ type: 'NotFound' });
+  const { server, member } = await serverAndMember(deps, channel.server, userId);
+  // The channel read above may predate a deletion that the server read saw: a deleted channel is gone.
+  if (!server.channels.includes(channelId)) throw new AppError({ type: 'NotFound' });
+  return {
+    channel,
+    server,
+    member,
+    permissions: channelPermissionsOf(server, userId, member, channel, deps.now()),
+    isOwner: server.owner === userId,
+  };
+}
+
+/** The caller facts a decision takes, from a server access (server-level value). */
+export function callerFromServer(a: ServerAccess, userId: string): CallerFacts {
+  return { userId, permissions: a.permissions, ranking: a.ranking, isOwner: a.isOwner };
+}
+
+/** The caller facts a decision takes, from a channel access (channel-level value, server ranking). */
+export function callerFromChannel(a: ChannelAccess, userId: string): CallerFacts {
+  return { userId, permissions: a.permissions, ranking: rankingOf(a.server, userId, a.member), isOwner: a.isOwner };
+}

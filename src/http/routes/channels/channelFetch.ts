@@ -1,0 +1,18 @@
+// GET /channels/:channel_id — the Channel (ViewChannel; 404 for non-members).
+import { channelAccess } from '../../../access.ts';
+import { presentChannel } from '../../../domain/channel/state.ts';
+import { Permission } from '../../../permissions/bits.ts';
+import { require as requirePermission } from '../../../permissions/calculate.ts';
+import { defineRoute } from '../../route.ts';
+
+export default defineRoute({
+  method: 'GET',
+  path: '/channels/:channel_id',
+  auth: 'user',
+  permissions: ['ViewChannel'],
+  async handler({ deps, caller, params }) {
+    const a = await channelAccess(deps, params.channel_id!, caller.userId);
+    requirePermission(a.permissions, Permission.ViewChannel);
+    return presentChannel(a.channel);
+  },
+});

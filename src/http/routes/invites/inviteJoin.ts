@@ -1,0 +1,47 @@
+// POST /invites/:code — joins the invite's server → {type: "Server", channels: [visible channels], server} (Banned 403, AlreadyInServer 409).
+import { AppError } from '../../../errors.ts';
+import { loadChannel, loadMember, loadServer } from '../../../access.ts';
+import { presentChannel } from '../../../domain/channel/state.ts';
+import type { ServerBanObject } from '../../../domain/models.ts';
+import { decideJoinServer } from '../../../domain/server/joinServer.ts';
+import { channelPermissionsOf } from '../../../domain/server/permissions.ts';
+import { presentServer } from '../../../domain/server/state.ts';
+import { Permission } from '../../../permissions/bits.ts';
+import { has } from '../../../permissions/calculate.ts';
+import { rm } from '../../../readmodel/keys.ts';
+import { serverStream } from '../../command.ts';
+import { defineRoute } from '../../route.ts';
+import { loadInvite } from './load.ts';
+
+export default defineRoute({
+  method: 'POST',
+  path: '/invites/:code',
+  auth: 'user',
+  async handler({ deps, caller, meta, params }) {
+    const invite = await loadInvite(deps, params.code!);
+    const serverId = invite.server;
+    const stream = serverStream(serverId);
+    await deps.executor.execute(meta, [stream], async () => {
+      const server = await loadServer(deps, serverId);
+      if (!server) throw new AppError({ type: 'NotFound' });
+      const member = await loadMember(deps, serverId, caller.userId);
+      const ban = await deps.readModels.hgetJson<ServerBanObject>(rm.serverBans(serverId), caller.userId);
+      const events = decideJoinServer(
+        { userId: caller.userId, invite: invite._id },
+        { server, members: member ? { [caller.userId]: member } : {}, bans: ban ? { [caller.userId]: ban } : {} },
+        { now: deps.executor.now() },
+      );
+      return { writes: [{ stream, scope: serverId, expected: server.revision, events }], result: undefined };
+    });
+    const server = await loadServer(deps, serverId);
+    const member = await loadMember(deps, serverId, caller.userId);
+    if (!server || !member) throw new AppError({ type: 'NotFound' });
+    const now = deps.now();
+    const channels = [];
+    for (const id of server.channels) {
+      const c = await loadChannel(deps, id);
+      if (c && has(channelPermissionsOf(server, caller.userId, member, c, now), Permission.ViewChannel)) channels.push(presentChannel(c));
+    }
+    return { type: 'Server', channels, server: presentServer(server) };
+  },
+});

@@ -1,0 +1,39 @@
+// POST /servers/create — {name, description?, nsfw?} → {server, channels}: a server with the text channel "General".
+import { z } from 'zod';
+import { decideCreateServer } from '../../../domain/server/createServer.ts';
+import { presentChannel } from '../../../domain/channel/state.ts';
+import { newId } from '../../../ids.ts';
+import { loadChannel } from '../../../access.ts';
+import { serverStream } from '../../command.ts';
+import { defineRoute } from '../../route.ts';
+import { description1024, name32 } from '../../schemas.ts';
+import { currentServer } from './present.ts';
+
+export default defineRoute({
+  method: 'POST',
+  path: '/servers/create',
+  auth: 'user',
+  body: z.strictObject({ name: name32, description: description1024.nullish(), nsfw: z.boolean().nullish() }),
+  async handler({ deps, caller, meta, body }) {
+    const serverId = newId();
+    const channelId = newId();
+    const stream = serverStream(serverId);
+    await deps.executor.execute(meta, [stream], async () => ({
+      result: undefined,
+      writes: [
+        {
+          stream,
+          scope: serverId,
+          expected: 'no_stream',
+          events: decideCreateServer(
+            { serverId, channelId, ownerId: caller.userId, name: body.name, description: body.description ?? undefined, nsfw: body.nsfw ?? undefined },
+            null,
+            { now: deps.executor.now() },
+          ),
+        },
+      ],
+    }));
+    const channel = await loadChannel(deps, channelId);
+    return { server: await currentServer(deps, serverId), channels: channel ? [presentChannel(channel)] : [] };
+  },
+});

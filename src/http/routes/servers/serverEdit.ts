@@ -1,0 +1,58 @@
+// PATCH /servers/:server_id — name, description, categories, system_messages, analytics, remove → the full Server.
+import { z } from 'zod';
+import { callerFromServer } from '../../../access.ts';
+import { decideEditServer } from '../../../domain/server/editServer.ts';
+import { onServer } from '../../command.ts';
+import { defineRoute } from '../../route.ts';
+import { defined, description1024, idString, name32, removeServer } from '../../schemas.ts';
+import { currentServer } from './present.ts';
+
+// icon and banner (uploads with the tags `icons` / `banners`) arrive with the media feature.
+const Body = z.strictObject({
+  name: name32.nullish(),
+  description: description1024.nullish(),
+  categories: z.array(z.strictObject({ id: name32, title: name32, channels: z.array(idString) })).nullish(),
+  system_messages: z
+    .strictObject({
+      user_joined: idString.nullish(),
+      user_left: idString.nullish(),
+      user_kicked: idString.nullish(),
+      user_banned: idString.nullish(),
+    })
+    .nullish(),
+  /** Privileged users only (there are none: 403 NotPrivileged). */
+  flags: z.number().int().nullish(),
+  /** Privileged users only (403 NotPrivileged). */
+  discoverable: z.boolean().nullish(),
+  analytics: z.boolean().nullish(),
+  remove: removeServer.nullish(),
+});
+
+export default defineRoute({
+  method: 'PATCH',
+  path: '/servers/:server_id',
+  auth: 'user',
+  body: Body,
+  permissions: ['ManageServer', 'ManageChannel'],
+  async handler(rc) {
+    const { body, params, caller, deps } = rc;
+    const serverId = params.server_id!;
+    await onServer(rc, serverId, (a) =>
+      decideEditServer(
+        {
+          name: body.name ?? undefined,
+          description: body.description ?? undefined,
+          categories: body.categories ?? undefined,
+          system_messages: body.system_messages ? defined(body.system_messages) : undefined,
+          analytics: body.analytics ?? undefined,
+          flags: body.flags ?? undefined,
+          discoverable: body.discoverable ?? undefined,
+          remove: body.remove ?? [],
+        },
+        { server: a.server, members: {}, bans: {} },
+        { caller: callerFromServer(a, caller.userId) },
+      ),
+    );
+    return currentServer(deps, serverId);
+  },
+});
