@@ -1,0 +1,83 @@
+/** Helpers for server tests: create a server, bring users in through an invite, dump read models. */
+import type { Redis } from 'ioredis';
+import type { TestUser } from './http.ts';
+
+/** A created server: its id and the id of its "General" channel. */
+export interface TestServer {
+  id: string;
+  general: string;
+}
+
+/** Creates a server owned by `owner`. */
+export async function createServer(owner: TestUser, name = 'Test server'): Promise<TestServer> {
+  const r = await owner.api.post('/servers/create', { name });
+  if (r.status !== 200) throw new Error(`server create ${r.status} ${r.text}`);
+  return { id: r.body.server._id, general: r.body.channels[0]._id };
+}
+
+/** Makes each user a member through an invite created by `owner` in `channel`. */
+export async function join(owner: TestUser, channel: string, ...users: TestUser[]): Promise<string> {
+  const invite = await owner.api.post(`/channels/${channel}/invites`);
+  if (invite.status !== 200) throw new Error(`invite create ${invite.status} ${invite.text}`);
+  for (const u of users) {
+    const r = await u.api.post(`/invites/${invite.body._id}`);
+    if (r.status !== 200) throw new Error(`invite join ${r.status} ${r.text}`);
+  }
+  return invite.body._id as string;
+}
+
+/** Creates a role with these permissions and gives it to the users; returns its id. */
+export async function roleWith(owner: TestUser, serverId: string, allow: bigint, users: TestUser[] = [], name = 'role'): Promise<string> {
+  const r = await owner.api.post(`/servers/${serverId}/roles`, { name });
+  if (r.status !== 200) throw new Error(`role create ${r.status} ${r.text}`);
+  const id = r.body.id as string;
+  const p = await owner.api.put(`/servers/${serverId}/permissions/${id}`, { permissions: { allow: allow.toString(), deny: 0 } });
+  if (p.status !== 200) throw new Error(`role permissions ${p.status} ${p.text}`);
+  for (const u of users) {
+    const m = await owner.api.get(`/servers/${serverId}/members/${u.userId}`);
+    const roles = [...(m.body.roles ?? []), id];
+    const e = await owner.api.patch(`/servers/${serverId}/members/${u.userId}`, { roles });
+    if (e.status !== 200) throw new Error(`assign role ${e.status} ${e.text}`);
+  }
+  return id;
+}
+
+/**
+ * Every read-model key of a generation (bookkeeping keys `cp:` and `ready:` left out), with its value in a
+ * comparable form: strings parsed as JSON, hashes as sorted objects of parsed JSON, sets sorted.
+ */
+export async function dumpGeneration(redis: Redis, generationPrefix: string): Promise<Record<string, unknown>> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${generationPrefix}*`, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  const out: Record<string, unknown> = {};
+  for (const full of keys.sort()) {
+    const key = full.slice(generationPrefix.length);
+    if (key.startsWith('cp:') || key.startsWith('ready:')) continue;
+    const type = await redis.type(full);
+    if (type === 'string') out[key] = JSON.parse((await redis.get(full))!);
+    else if (type === 'hash') {
+      const h = await redis.hgetall(full);
+      out[key] = Object.fromEntries(Object.keys(h).sort().map((f) => [f, JSON.parse(h[f]!)]));
+    } else if (type === 'set') out[key] = (await redis.smembers(full)).sort();
+    else out[key] = `<${type}>`;
+  }
+  return out;
+}
+
+/** The client events emitted so far (every partition's Redis stream), oldest first. */
+export async function clientEvents(redis: Redis, prefix: string): Promise<Array<{ route: Record<string, string>; payload: Record<string, any> }>> {
+  const keys = await redis.keys(`${prefix}events:*`);
+  const out: Array<{ id: string; route: Record<string, string>; payload: Record<string, any> }> = [];
+  for (const key of keys) {
+    for (const [id, fields] of await redis.xrange(key, '-', '+')) {
+      const e = JSON.parse(fields[1]!) as { route: Record<string, string>; payload: Record<string, any> };
+      out.push({ id, ...e });
+    }
+  }
+  return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(({ route, payload }) => ({ route, payload }));
+}
