@@ -7,6 +7,13 @@ import { signup, type Res, type TestUser } from './helpers/http.ts';
 import { createServer, join } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
 
+/**
+ * `?include_channels=true` answers Stoat's `ServerWithChannels`: the server flattened with `channels` as
+ * Channel objects (stoat.js checks `typeof channel !== "string"`). The stoat-api document lost that variant
+ * (serde `flatten` made it a copy of Server with channel ids), so these answers are not checked against it.
+ */
+const WITH_CHANNELS = { skipOpenApi: true };
+
 /** One gated operation: `prepare` makes fresh targets and returns the request to send as a given user. */
 interface Row {
   bit: PermissionName;
@@ -267,9 +274,9 @@ t.test('authorization table', async (t) => {
     t.equal((await holder.api.get(`/channels/${hidden}`)).status, 200, 'the role override opens it');
     t.equal((await timed.api.get(`/channels/${hidden}`)).status, 200, 'a timeout keeps ViewChannel');
     t.same((await timed.api.patch(`/channels/${hidden}`, { name: 'x' })).body.permission, 'ManageChannel', 'but nothing else');
-    const withChannels = await plain.api.get(`${S}?include_channels=true`);
+    const withChannels = await plain.api.get(`${S}?include_channels=true`, WITH_CHANNELS);
     t.notOk(withChannels.body.channels.some((c: { _id: string }) => c._id === hidden), 'include_channels hides it');
-    t.ok((await holder.api.get(`${S}?include_channels=true`)).body.channels.some((c: { _id: string }) => c._id === hidden));
+    t.ok((await holder.api.get(`${S}?include_channels=true`, WITH_CHANNELS)).body.channels.some((c: { _id: string }) => c._id === hidden));
     const del = await plain.api.del(`/channels/${hidden}`);
     t.same([del.status, del.body.permission], [403, 'ViewChannel']);
   });

@@ -12,6 +12,13 @@ import { signup } from './helpers/http.ts';
 import { clientEvents, createServer, dumpGeneration, join, roleWith } from './helpers/servers.ts';
 import { deletePrefix, startTestService, uniquePrefix, waitServing } from './helpers/service.ts';
 
+/**
+ * `?include_channels=true` answers Stoat's `ServerWithChannels`: the server flattened with `channels` as
+ * Channel objects (stoat.js checks `typeof channel !== "string"`). The stoat-api document lost that variant
+ * (serde `flatten` made it a copy of Server with channel ids), so these answers are not checked against it.
+ */
+const WITH_CHANNELS = { skipOpenApi: true };
+
 /** `n` code points, each an astral character (two UTF-16 units), so a UTF-16 length check would fail. */
 const cp = (n: number) => '😀'.repeat(n);
 
@@ -35,7 +42,7 @@ t.test('servers', async (t) => {
     // stoat.js appends "?" and sends booleans as strings.
     t.same((await owner.api.get(`/servers/${server._id}?`)).body, server);
     t.same((await owner.api.get(`/servers/${server._id}?include_channels=false`)).body, server);
-    const withChannels = await owner.api.get(`/servers/${server._id}?include_channels=true`);
+    const withChannels = await owner.api.get(`/servers/${server._id}?include_channels=true`, WITH_CHANNELS);
     t.same(withChannels.body, { ...server, channels: r.body.channels });
     t.equal((await owner.api.get(`/servers/${server._id}?include_channels=maybe`)).body.type, 'FailedValidation');
 
