@@ -65,7 +65,12 @@ export interface ProjectionTx {
 export type ClientEventRoute =
   /** Sockets of members of the server that can view the channel. */
   | { kind: 'channel'; serverId: string; channelId: string }
-  /** Sockets of members of the server. */
+  /**
+   * Sockets of members of the server. Deliver by subscription (the servers a socket was told about), not by
+   * re-reading the members at delivery time: `ServerMemberLeave` and `ServerDelete` are emitted after the
+   * membership or the server is gone, and the member who left must still receive them (Revolt's topics).
+   * `ChannelDelete` also uses this route (the channel is gone, so no channel permission can be computed).
+   */
   | { kind: 'server'; serverId: string }
   /** Sockets of one user. */
   | { kind: 'user'; userId: string }

@@ -22,6 +22,27 @@ const WITH_CHANNELS = { skipOpenApi: true };
 /** `n` code points, each an astral character (two UTF-16 units), so a UTF-16 length check would fail. */
 const cp = (n: number) => '😀'.repeat(n);
 
+t.test('voice channels when voice is enabled: Stoat shape', async (t) => {
+  const s = await startTestService(t, {
+    RATE_LIMITS: 'off',
+    VOICE_ENABLED: 'on',
+    LIVEKIT_URL: 'ws://127.0.0.1:7880',
+    LIVEKIT_API_KEY: 'key',
+    LIVEKIT_API_SECRET: 'secret',
+  });
+  const owner = await signup(s);
+  const srv = await owner.api.post('/servers/create', { name: 'Voice' });
+  const id = srv.body.server._id;
+  const byType = await owner.api.post(`/servers/${id}/channels`, { type: 'Voice', name: 'call' });
+  t.same(byType.body, { channel_type: 'TextChannel', _id: byType.body._id, server: id, name: 'call', voice: {} }, 'type Voice → voice: {}');
+  const bySettings = await owner.api.post(`/servers/${id}/channels`, { name: 'call2', voice: { max_users: 4 } });
+  t.same(bySettings.body.voice, { max_users: 4 });
+  t.equal((await owner.api.post(`/servers/${id}/channels`, { name: 'x', voice: { max_users: 0 } })).body.type, 'FailedValidation');
+  const text = srv.body.channels[0]._id;
+  t.same((await owner.api.patch(`/channels/${text}`, { voice: { max_users: 2 } })).body.voice, { max_users: 2 }, 'a text channel gains voice');
+  t.notOk('voice' in (await owner.api.patch(`/channels/${text}`, { remove: ['Voice'] })).body, 'and loses it');
+});
+
 t.test('servers', async (t) => {
   const s = await startTestService(t, { RATE_LIMITS: 'off' });
   const owner = await signup(s);
