@@ -24,15 +24,17 @@
  */
 import { AppError } from './errors.ts';
 import type { AppDeps } from './http/deps.ts';
-import type { ChannelState } from './domain/channel/state.ts';
-import type { MemberObject } from './domain/models.ts';
+import { presentChannel, type ChannelState } from './domain/channel/state.ts';
+import type { MemberObject, ServerChannelObject } from './domain/models.ts';
 import type { CallerFacts } from './domain/server/caller.ts';
 import { channelPermissionsOf, rankingOf, serverPermissionsOf } from './domain/server/permissions.ts';
 import type { ServerState } from './domain/server/state.ts';
+import { Permission } from './permissions/bits.ts';
+import { has } from './permissions/calculate.ts';
 import { rm } from './readmodel/keys.ts';
 
 export { requirePermission, requireAll } from './permissions/calculate.ts';
-export { Permission } from './permissions/bits.ts';
+export { Permission };
 
 /** What the access helpers need: the read models and the clock (ms). */
 export type AccessDeps = Pick<AppDeps, 'readModels' | 'now'>;
@@ -133,4 +135,17 @@ export function callerFromServer(a: ServerAccess, userId: string): CallerFacts {
 /** The caller facts a decision takes, from a channel access (channel-level value, server ranking). */
 export function callerFromChannel(a: ChannelAccess, userId: string): CallerFacts {
   return { userId, permissions: a.permissions, ranking: rankingOf(a.server, userId, a.member), isOwner: a.isOwner };
+}
+
+/**
+ * The server's channels the user can see (ViewChannel at `deps.now()`), in the server's order, as Revolt
+ * Channel objects: what `GET /servers/:id?include_channels=true`, an invite join and the gateway's Ready and
+ * ServerCreate show.
+ */
+export async function visibleChannels(deps: AccessDeps, server: ServerState, userId: string, member: MemberObject | null): Promise<ServerChannelObject[]> {
+  const channels = await deps.readModels.mgetJson<ChannelState>(server.channels.map((id) => rm.channel(id)));
+  const now = deps.now();
+  return channels
+    .filter((c): c is ChannelState => c !== null && has(channelPermissionsOf(server, userId, member, c, now), Permission.ViewChannel))
+    .map(presentChannel);
 }

@@ -1,13 +1,9 @@
 // POST /invites/:code — joins the invite's server → {type: "Server", channels: [visible channels], server} (Banned 403, AlreadyInServer 409).
 import { AppError } from '../../../errors.ts';
-import { loadChannel, loadMember, loadServer } from '../../../access.ts';
-import { presentChannel } from '../../../domain/channel/state.ts';
+import { loadMember, loadServer, visibleChannels } from '../../../access.ts';
 import type { ServerBanObject } from '../../../domain/models.ts';
 import { decideJoinServer } from '../../../domain/server/joinServer.ts';
-import { channelPermissionsOf } from '../../../domain/server/permissions.ts';
 import { presentServer } from '../../../domain/server/state.ts';
-import { Permission } from '../../../permissions/bits.ts';
-import { has } from '../../../permissions/calculate.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { serverStream } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
@@ -36,12 +32,6 @@ export default defineRoute({
     const server = await loadServer(deps, serverId);
     const member = await loadMember(deps, serverId, caller.userId);
     if (!server || !member) throw new AppError({ type: 'NotFound' });
-    const now = deps.now();
-    const channels = [];
-    for (const id of server.channels) {
-      const c = await loadChannel(deps, id);
-      if (c && has(channelPermissionsOf(server, caller.userId, member, c, now), Permission.ViewChannel)) channels.push(presentChannel(c));
-    }
-    return { type: 'Server', channels, server: presentServer(server) };
+    return { type: 'Server', channels: await visibleChannels(deps, server, caller.userId, member), server: presentServer(server) };
   },
 });
