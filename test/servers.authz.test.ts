@@ -198,6 +198,16 @@ t.test('authorization table', async (t) => {
         return (u) => u.api.patch(`${S}/members/${m.userId}`, { timeout: new Date(Date.now() + 60_000).toISOString() });
       },
     },
+    {
+      bit: 'TimeoutMembers',
+      what: 'lift a timeout',
+      ok: 200,
+      prepare: async () => {
+        const m = await targetMember();
+        await owner.api.patch(`${S}/members/${m.userId}`, { timeout: new Date(Date.now() + 60_000).toISOString() });
+        return (u) => u.api.patch(`${S}/members/${m.userId}`, { remove: ['Timeout'] });
+      },
+    },
     { bit: 'ChangeNickname', what: 'own nickname', ok: 200, prepare: async () => (u) => u.api.patch(`${S}/members/${u.userId}`, { nickname: 'me' }) },
     {
       bit: 'ManageNicknames',

@@ -41,6 +41,13 @@ t.test('voice channels when voice is enabled: Stoat shape', async (t) => {
   const text = srv.body.channels[0]._id;
   t.same((await owner.api.patch(`/channels/${text}`, { voice: { max_users: 2 } })).body.voice, { max_users: 2 }, 'a text channel gains voice');
   t.notOk('voice' in (await owner.api.patch(`/channels/${text}`, { remove: ['Voice'] })).body, 'and loses it');
+  // Moving a member between calls: MoveMembers for others; nobody is in a call before voice sessions exist.
+  const other = await signup(s);
+  await join(owner, text, other);
+  const move = await other.api.patch(`/servers/${id}/members/${owner.userId}`, { voice_channel: byType.body._id });
+  t.same([move.status, move.body.permission], [403, 'MoveMembers']);
+  t.equal((await owner.api.patch(`/servers/${id}/members/${other.userId}`, { voice_channel: 'nope' })).body.type, 'UnknownChannel');
+  t.equal((await owner.api.patch(`/servers/${id}/members/${other.userId}`, { voice_channel: byType.body._id })).body.type, 'NotConnected');
 });
 
 t.test('servers', async (t) => {
@@ -259,6 +266,7 @@ t.test('servers', async (t) => {
     const cr = await owner.api.put(`/channels/${srv.general}/permissions/${role}`, { permissions: { allow: Number(high), deny: 0 } });
     t.same(cr.body.role_permissions, { [role]: { a: 2 ** 32 + 2 ** 40, d: 0 } });
     t.equal((await owner.api.put(`/channels/${srv.general}/permissions/default`, { permissions: 5 })).body.type, 'InvalidOperation', 'the group form on a server channel');
+    t.equal((await outsider.api.put(`/channels/${srv.general}/permissions/default`, { permissions: 5 })).status, 404, 'a non-member still gets 404');
     t.equal((await owner.api.put(`/channels/${srv.general}/permissions/nope`, { permissions: { allow: 0, deny: 0 } })).status, 404);
     const removed = await owner.api.patch(`/channels/${srv.general}`, { remove: ['DefaultPermissions'] });
     t.notOk('default_permissions' in removed.body);

@@ -20,10 +20,12 @@ export default defineRoute({
   async handler(rc) {
     const channelId = rc.params.channel_id!;
     const raw = rc.body.permissions;
-    if (typeof raw === 'number' || typeof raw === 'string') throw new AppError({ type: 'InvalidOperation' });
-    const permissions = parseOverride(raw, 'permissions');
+    const groupForm = typeof raw === 'number' || typeof raw === 'string';
+    const permissions = groupForm ? undefined : parseOverride(raw, 'permissions');
     await onChannel(rc, channelId, 'channel', (a) => {
       requirePermission(a.permissions, Permission.ViewChannel);
+      requirePermission(a.permissions, Permission.ManagePermissions);
+      if (!permissions) throw new AppError({ type: 'InvalidOperation' });
       return decideSetChannelDefaultPermissions({ permissions }, a.channel, { caller: callerFromChannel(a, rc.caller.userId) });
     });
     return currentChannel(rc.deps, channelId);
