@@ -2,8 +2,12 @@
  * Running a server or channel command from a route: resolve the caller's access (404 for non-members),
  * decide, and append to the aggregate's stream with the revision the access read (so limits such as
  * SERVER_CHANNEL_LIMIT hold under concurrency). Decisions are re-run after a conflict with fresh facts.
+ *
+ * A decision may also return writes to other streams, appended atomically with its own (e.g. the
+ * `FileAttached` of a claimed upload); name those streams in `lock` so requests in one process queue up.
  */
 import { channelAccess, loadChannel, serverAccess, type ChannelAccess, type ServerAccess } from '../access.ts';
+import type { Write } from '../commands.ts';
 import { AppError } from '../errors.ts';
 import type { DomainEvent } from '../domain/events.ts';
 import type { ExpectedRevision } from '../eventstore/port.ts';
@@ -11,6 +15,15 @@ import type { RouteContext } from './route.ts';
 
 /** What a server or channel command needs from its route. */
 export type CommandRoute = Pick<RouteContext<unknown, unknown>, 'deps' | 'meta' | 'caller'>;
+
+/** What a decision returns: its events, or its events and writes to other streams appended with them. */
+export type Decision = DomainEvent[] | { events: DomainEvent[]; also: Write[] };
+
+/** Options of `onServer` / `onChannel`. */
+export interface CommandOptions {
+  /** Further keys (streams of `also` writes) to serialise on inside this process. */
+  lock?: string[];
+}
 
 /** Stream of a server. */
 export const serverStream = (serverId: string) => `server-${serverId}`;
@@ -22,6 +35,10 @@ export function expectedOf(revision: number): ExpectedRevision {
   return revision < 0 ? 'no_stream' : revision;
 }
 
+function split(d: Decision): { events: DomainEvent[]; also: Write[] } {
+  return Array.isArray(d) ? { events: d, also: [] } : d;
+}
+
 /**
  * Decides on `server-<serverId>` as the caller: `decide` gets the caller's server access (404 NotFound for a
  * non-member) and returns the events (none = no-op). Resolves once they are projected.
@@ -29,13 +46,14 @@ export function expectedOf(revision: number): ExpectedRevision {
 export async function onServer(
   rc: CommandRoute,
   serverId: string,
-  decide: (access: ServerAccess) => DomainEvent[] | Promise<DomainEvent[]>,
+  decide: (access: ServerAccess) => Decision | Promise<Decision>,
+  options: CommandOptions = {},
 ): Promise<void> {
   const stream = serverStream(serverId);
-  await rc.deps.executor.execute(rc.meta, [stream], async () => {
+  await rc.deps.executor.execute(rc.meta, [stream, ...(options.lock ?? [])], async () => {
     const access = await serverAccess(rc.deps, serverId, rc.caller.userId);
-    const events = await decide(access);
-    return { writes: [{ stream, scope: serverId, expected: access.server.revision, events }], result: undefined };
+    const { events, also } = split(await decide(access));
+    return { writes: [{ stream, scope: serverId, expected: access.server.revision, events }, ...also], result: undefined };
   });
 }
 
@@ -49,20 +67,21 @@ export async function onChannel(
   rc: CommandRoute,
   channelId: string,
   target: 'channel' | 'server',
-  decide: (access: ChannelAccess) => DomainEvent[] | Promise<DomainEvent[]>,
+  decide: (access: ChannelAccess) => Decision | Promise<Decision>,
+  options: CommandOptions = {},
 ): Promise<void> {
   // A channel never changes server, so its server id can be read before taking the lock.
   const known = await loadChannel(rc.deps, channelId);
   if (!known) throw new AppError({ type: 'NotFound' });
   const lock = target === 'channel' ? channelStream(channelId) : serverStream(known.server);
-  await rc.deps.executor.execute(rc.meta, [lock], async () => {
+  await rc.deps.executor.execute(rc.meta, [lock, ...(options.lock ?? [])], async () => {
     const access = await channelAccess(rc.deps, channelId, rc.caller.userId);
-    const events = await decide(access);
+    const { events, also } = split(await decide(access));
     const serverId = access.server._id;
-    const write =
+    const write: Write =
       target === 'channel'
         ? { stream: channelStream(channelId), scope: serverId, expected: expectedOf(access.channel.revision), events }
         : { stream: serverStream(serverId), scope: serverId, expected: access.server.revision, events };
-    return { writes: [write], result: undefined };
+    return { writes: [write, ...also], result: undefined };
   });
 }
