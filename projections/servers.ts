@@ -63,7 +63,8 @@ async function applyMemberEvent(tx: ProjectionTx, e: StoredEvent, server: Server
       tx.emit(route, { type: 'ServerMemberJoin', id: serverId, user: userId, member });
       // A just-joined member has no roles and no timeout, so the event's own time is as good as any clock.
       const channels = await visibleChannels(tx, server, userId, member, Date.parse(e.metadata.at));
-      tx.emit({ kind: 'user', userId }, { type: 'ServerCreate', id: serverId, server: presentServer(server), channels, emojis: [] });
+      // Emoji and voice states belong to the emoji and voice features, which fill these in.
+      tx.emit({ kind: 'user', userId }, { type: 'ServerCreate', id: serverId, server: presentServer(server), channels, emojis: [], voice_states: [] });
       return;
     }
     case 'MemberEdited': {

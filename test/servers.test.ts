@@ -308,7 +308,7 @@ t.test('servers', async (t) => {
     ]);
     const create = events[1]!;
     t.same(create.route, { kind: 'user', userId: owner.userId });
-    t.match(create.payload, { type: 'ServerCreate', id: srv.id, server: { _id: srv.id, name: 'Events' }, channels: [{ _id: srv.general }], emojis: [] });
+    t.match(create.payload, { type: 'ServerCreate', id: srv.id, server: { _id: srv.id, name: 'Events' }, channels: [{ _id: srv.general }], emojis: [], voice_states: [] });
     t.same(events[3]!.route, { kind: 'user', userId: member.userId });
     t.same(events[2]!.payload, { type: 'ServerMemberJoin', id: srv.id, user: member.userId, member: events[2]!.payload.member });
     t.same(events[5]!.route, { kind: 'channel', serverId: srv.id, channelId: ch._id });
