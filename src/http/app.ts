@@ -88,12 +88,12 @@ function auditReason(ctx: Koa.Context): string | undefined {
   return reason;
 }
 
-/** Formats zod issues as one readable line naming the fields. */
-export function describeIssues(error: z.ZodError): string {
+/** Formats zod issues as one readable line naming the fields (`body.name: …`, `query.limit: …`). */
+export function describeIssues(error: z.ZodError, root = 'body'): string {
   return error.issues
     .slice(0, 5)
     .map((i) => {
-      const where = i.path.length ? i.path.join('.') : 'body';
+      const where = [root, ...i.path.map(String)].join('.');
       const keys = 'keys' in i && Array.isArray(i.keys) ? ` (${(i.keys as string[]).join(', ')})` : '';
       return `${where}: ${i.message}${keys}`;
     })
@@ -103,7 +103,7 @@ export function describeIssues(error: z.ZodError): string {
 function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, what: 'body' | 'query'): T {
   if (!schema) return undefined as T;
   const r = schema.safeParse(value);
-  if (!r.success) throw new AppError({ type: 'FailedValidation', error: `${what} ${describeIssues(r.error)}` });
+  if (!r.success) throw new AppError({ type: 'FailedValidation', error: describeIssues(r.error, what) });
   return r.data;
 }
 
