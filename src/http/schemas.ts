@@ -40,7 +40,7 @@ export const permissionOverride = z.strictObject({ allow: permissionValue, deny:
 export function parseOverride(value: unknown, where: string): { allow: bigint; deny: bigint } {
   const r = permissionOverride.safeParse(value);
   if (!r.success) {
-    throw new AppError({ type: 'FailedValidation', error: `body ${where}: ${describeIssues(r.error)}` });
+    throw new AppError({ type: 'FailedValidation', error: describeIssues(r.error, `body.${where}`) });
   }
   return r.data;
 }
