@@ -58,7 +58,27 @@ function render(ctx: Koa.Context, err: unknown): void {
     ctx.body = { type: 'NotFound', location };
     return;
   }
+  if (isStorageUnavailable(err)) {
+    // Redis (or the event store) is unreachable: the service cannot serve now, it is not a bug.
+    ctx.state.log?.warn({ err: (err as Error).message }, 'storage unavailable');
+    ctx.status = 503;
+    ctx.body = { type: 'InternalError', location };
+    return;
+  }
   ctx.state.log?.error({ err }, 'unhandled error');
   ctx.status = 500;
   ctx.body = { type: 'InternalError', location };
+}
+
+/** Errors that mean a backing service is unreachable (answered 503, never 500). */
+export function isStorageUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: string }).code;
+  return (
+    err.name === 'MaxRetriesPerRequestError' ||
+    code === 'ECONNREFUSED' ||
+    code === 'ECONNRESET' ||
+    code === 'SQLITE_BUSY' ||
+    /Connection is closed|Stream isn't writeable|enableOfflineQueue|LOADING Redis is loading/.test(err.message)
+  );
 }
