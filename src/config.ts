@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { TAGS } from '../workers/media/policy.ts';
 
 /** The roles a process can run (DESIGN §2). */
 export const ROLE_NAMES = ['api', 'media', 'projector', 'worker'] as const;
@@ -82,12 +83,21 @@ const schema = z
         })) as Record<string, number>,
       ),
     MEDIA_CONCURRENCY_DEFAULT: z.coerce.number().int().min(1).max(64).default(2),
+    /** Lock of a media job (ms): a worker that dies holding a job loses it after this long, and it is retried. */
+    MEDIA_JOB_LOCK_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
+    /** TEST HOOK: every media job sleeps this long before processing (tests of crashes and deadlines only). */
+    MEDIA_TEST_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(0),
     INVITE_ONLY: bool.default(false),
   })
   .superRefine((c, ctx) => {
     if (c.VOICE_ENABLED) {
       for (const k of ['LIVEKIT_URL', 'LIVEKIT_API_KEY', 'LIVEKIT_API_SECRET'] as const) {
         if (!c[k]) ctx.addIssue({ code: 'custom', path: [k], message: 'required when VOICE_ENABLED is on' });
+      }
+    }
+    for (const [tag, n] of Object.entries(c.MEDIA_CONCURRENCY)) {
+      if (!(TAGS as readonly string[]).includes(tag) || !(n >= 1 && n <= 64)) {
+        ctx.addIssue({ code: 'custom', path: ['MEDIA_CONCURRENCY'], message: `"${tag}=${n}": tags are ${TAGS.join(', ')}, n is 1–64` });
       }
     }
     if (c.PROJECTOR_PARTITION) {
@@ -131,6 +141,10 @@ export interface Config {
   uploadDeadlineMs: number;
   mediaConcurrency: Record<string, number>;
   mediaConcurrencyDefault: number;
+  /** Lock duration and stalled-check interval of media jobs (ms). */
+  mediaJobLockMs: number;
+  /** Test hook: delay injected before each media job (ms); 0 outside tests. */
+  mediaTestDelayMs: number;
   inviteOnly: boolean;
 }
 
@@ -185,6 +199,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     uploadDeadlineMs: c.UPLOAD_DEADLINE_MS,
     mediaConcurrency: c.MEDIA_CONCURRENCY,
     mediaConcurrencyDefault: c.MEDIA_CONCURRENCY_DEFAULT,
+    mediaJobLockMs: c.MEDIA_JOB_LOCK_MS,
+    mediaTestDelayMs: c.MEDIA_TEST_DELAY_MS,
     inviteOnly: c.INVITE_ONLY,
   };
 }

@@ -16,11 +16,15 @@ import type { AppDeps } from './http/deps.ts';
 import { API_ROUTES } from './http/routes/index.ts';
 import { IdempotencyStore } from './idempotency/store.ts';
 import { createLogger, type Logger } from './log.ts';
+import { createMediaApp } from './media/app.ts';
+import { BlobStore } from './media/blobs.ts';
+import { UploadQueues } from './media/uploads.ts';
 import { RateLimiter } from './ratelimit/limiter.ts';
 import { controlKeys } from './readmodel/keys.ts';
 import { ReadModels } from './readmodel/reader.ts';
 import { Projector } from '../projections/projector.ts';
 import { PROJECTIONS } from '../projections/index.ts';
+import { startMediaWorkers, type MediaWorkers } from '../workers/media/worker.ts';
 
 /** Extra wiring for tests and tools. */
 export interface ServiceOptions {
@@ -40,6 +44,12 @@ export interface Service {
   readModels: ReadModels;
   deps: AppDeps;
   projector: Projector | undefined;
+  /** The media workers (role `worker`). */
+  mediaWorkers: MediaWorkers | undefined;
+  /** The upload queues of the media server (role `media`). */
+  uploads: UploadQueues | undefined;
+  /** Blobs under `DATA_DIR/files`. */
+  blobs: BlobStore;
   apiServer: Server | undefined;
   mediaServer: Server | undefined;
   /** Base URL of the API (actual port). */
@@ -147,8 +157,28 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     log.info({ url: apiUrl }, 'api listening');
   }
 
-  const mediaServer: Server | undefined = undefined;
-  const mediaUrl = config.mediaPublicUrl;
+  const blobs = new BlobStore(path.join(config.dataDir, 'files'));
+
+  let mediaWorkers: MediaWorkers | undefined;
+  if (config.roles.includes('worker')) {
+    mediaWorkers = startMediaWorkers({ config, log, store, blobs });
+    log.info({ concurrency: config.mediaConcurrency, default: config.mediaConcurrencyDefault }, 'media workers started');
+  }
+
+  let mediaServer: Server | undefined;
+  let uploads: UploadQueues | undefined;
+  let mediaUrl = config.mediaPublicUrl;
+  if (config.roles.includes('media')) {
+    uploads = new UploadQueues({ config, log, store, readModels });
+    await uploads.start();
+    mediaServer = await listen(createMediaApp({ ...deps, blobs, uploads }), config.mediaPort, config.host);
+    const port = (mediaServer.address() as { port: number }).port;
+    if (config.mediaPort === 0) {
+      mediaUrl = `http://127.0.0.1:${port}`;
+      if (!process.env.MEDIA_PUBLIC_URL) config.mediaPublicUrl = mediaUrl;
+    }
+    log.info({ url: mediaUrl }, 'media listening');
+  }
 
   const service: Service = {
     config,
@@ -158,6 +188,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     readModels,
     deps,
     projector,
+    mediaWorkers,
+    uploads,
+    blobs,
     apiServer,
     mediaServer,
     apiUrl,
@@ -166,6 +199,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     async stop() {
       await Promise.all([closeServer(service.apiServer), closeServer(service.mediaServer)]);
       for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
+      await uploads?.close();
+      await mediaWorkers?.close();
       await projector?.stop();
       readModels.close();
       subscriber.disconnect();

@@ -9,12 +9,14 @@ import { newEventId } from '../ids.ts';
 import { accountEvents } from './account/events.ts';
 import { channelEvents } from './channel/events.ts';
 import { serverEvents } from './server/events.ts';
+import { fileEvents } from './file/events.ts';
 
 /** Every event schema by type name. Add an aggregate's schemas here. */
 export const EVENT_SCHEMAS = {
   ...accountEvents,
   ...serverEvents,
   ...channelEvents,
+  ...fileEvents,
 } as const satisfies Record<string, z.ZodType>;
 
 /** Name of every event type. */

@@ -54,7 +54,7 @@ export function corsMiddleware(): Koa.Middleware {
 }
 
 /** Looks the session up when a token is sent; never fails (the route decides whether it needs one). */
-async function resolveSession(ctx: Koa.Context, deps: AppDeps): Promise<void> {
+export async function resolveSession(ctx: Koa.Context, deps: Pick<AppDeps, 'readModels'>): Promise<void> {
   if (ctx.state.sessionResolved) return;
   ctx.state.sessionResolved = true;
   const token = ctx.get('X-Session-Token');
@@ -70,6 +70,21 @@ async function resolveSession(ctx: Koa.Context, deps: AppDeps): Promise<void> {
     return;
   }
   ctx.state.caller = { userId: rec.userId, sessionId: rec.sessionId, tokenHash } satisfies Caller;
+}
+
+/**
+ * The caller a route needs (after `resolveSession`): `session` wants any valid session, `user` one whose
+ * account completed onboarding; 401 `NotAuthenticated` / `InvalidSession` otherwise. `none` returns the
+ * caller when there is one.
+ */
+export async function requireCaller(ctx: Koa.Context, deps: Pick<AppDeps, 'readModels'>, auth: 'none' | 'session' | 'user'): Promise<Caller | undefined> {
+  const caller = ctx.state.caller as Caller | undefined;
+  if (auth === 'none') return caller;
+  if (!caller) throw new AppError({ type: ctx.state.invalidSession ? 'InvalidSession' : 'NotAuthenticated' });
+  if (auth === 'user' && !(await deps.readModels.redis.exists(deps.readModels.key(rm.user(caller.userId))))) {
+    throw new AppError({ type: 'NotAuthenticated' });
+  }
+  return caller;
 }
 
 /** `X-Audit-Log-Reason`: at most 512 characters after percent-decoding. */
@@ -114,15 +129,7 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[], deps: A
       ctx.state.routePattern = route.path;
       await resolveSession(ctx, deps);
       countRequest(ctx, deps.limiter, route.path);
-      const caller = ctx.state.caller as Caller | undefined;
-      if (route.auth !== 'none') {
-        if (!caller) {
-          throw new AppError({ type: ctx.state.invalidSession ? 'InvalidSession' : 'NotAuthenticated' });
-        }
-        if (route.auth === 'user' && !(await deps.readModels.redis.exists(deps.readModels.key(rm.user(caller.userId))))) {
-          throw new AppError({ type: 'NotAuthenticated' });
-        }
-      }
+      const caller = await requireCaller(ctx, deps, route.auth);
       const requestId = ctx.state.requestId as string;
       const body = validate(route.body, ctx.request.body ?? {}, 'body');
       const query = validate(route.query, ctx.query, 'query');
@@ -163,6 +170,24 @@ export function orderRoutes(routes: readonly AnyRoute[]): AnyRoute[] {
   });
 }
 
+/** 503 while the read models rebuild, except for the paths given (the roots). */
+export function servingCheck(deps: Pick<AppDeps, 'readModels'>, alwaysServed: ReadonlySet<string>): Koa.Middleware {
+  return async function serving(ctx, next) {
+    if (!alwaysServed.has(ctx.path) && !(await deps.readModels.serving())) throw unavailable();
+    await next();
+  };
+}
+
+/** Innermost: nothing matched (unknown path or wrong method), counted in the catch-all bucket, then 404. */
+export function notFoundFallback(deps: Pick<AppDeps, 'readModels' | 'limiter'>): Koa.Middleware {
+  return async function notFound(ctx) {
+    ctx.state.routePattern = '*';
+    await resolveSession(ctx, deps);
+    countRequest(ctx, deps.limiter, '*');
+    throw new AppError({ type: 'NotFound' });
+  };
+}
+
 /** Builds the API app. */
 export function createApiApp(deps: AppDeps, routes: readonly AnyRoute[]): Koa {
   const app = new Koa({ proxy: false });
@@ -183,17 +208,8 @@ export function createApiApp(deps: AppDeps, routes: readonly AnyRoute[]): Koa {
       encoding: 'utf-8',
     }),
   );
-  app.use(async (ctx, next) => {
-    if (!ALWAYS_SERVED.has(ctx.path) && !(await deps.readModels.serving())) throw unavailable();
-    await next();
-  });
+  app.use(servingCheck(deps, ALWAYS_SERVED));
   app.use(router.routes());
-  app.use(async (ctx) => {
-    // Nothing matched (unknown path or wrong method): counted in the catch-all bucket, then 404.
-    ctx.state.routePattern = '*';
-    await resolveSession(ctx, deps);
-    countRequest(ctx, deps.limiter, '*');
-    throw new AppError({ type: 'NotFound' });
-  });
+  app.use(notFoundFallback(deps));
   return app;
 }

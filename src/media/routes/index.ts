@@ -1,0 +1,12 @@
+/** Every media server route (reference §7.1). There is no delete route: DELETE is 404 like any unknown path. */
+import type { MediaDeps } from '../deps.ts';
+import type { MediaRoute } from '../route.ts';
+import original from './original.ts';
+import preview from './preview.ts';
+import root from './root.ts';
+import { uploadRoutes } from './upload.ts';
+
+/** The routes, literal paths first. */
+export function mediaRoutes(deps: MediaDeps): MediaRoute[] {
+  return [root, ...uploadRoutes(deps), preview, original];
+}
