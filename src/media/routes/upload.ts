@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
-import { pipeline } from 'node:stream';
+import type { Readable } from 'node:stream';
 import multer from '@koa/multer';
 import type Koa from 'koa';
 import { AppError } from '../../errors.ts';
@@ -48,8 +48,8 @@ type StorageEngine = NonNullable<multer.Options['storage']>;
 
 /**
  * multer storage engine streaming a file part into `incoming/<new id>`. When the part passes
- * `limits.fileSize` it reports the cut-off, stops writing and removes the partial file itself (multer's
- * disk storage would wait for a stream that never ends once the socket is closed).
+ * `limits.fileSize` it stops writing, removes the partial file itself (multer's disk storage would wait for
+ * a stream that never ends once the socket is closed) and then reports the cut-off.
  */
 class IncomingStorage implements StorageEngine {
   constructor(
@@ -57,23 +57,36 @@ class IncomingStorage implements StorageEngine {
     private readonly onLimit: (req: IncomingMessage) => void,
   ) {}
   _handleFile(req: IncomingMessage, file: multer.File, cb: (error?: unknown, info?: multer.File) => void): void {
-    const source = (file as multer.File & { stream: NodeJS.ReadableStream & { destroy(err?: Error): void } }).stream;
+    const source = (file as multer.File & { stream: Readable }).stream;
     const fileId = newId();
     const target = path.join(this.dir, fileId);
     const out = fs.createWriteStream(target, { flags: 'wx' });
-    let cutOff = false;
-    source.once('limit', () => {
-      cutOff = true;
-      source.destroy(new Error('file size limit'));
-      this.onLimit(req);
-    });
-    pipeline(source, out, (err) => {
-      if (err || cutOff) {
-        fs.rm(target, { force: true }, () => cb(err ?? new Error('file size limit')));
-        return;
-      }
+    let settled = false;
+    const fail = (err: unknown, cutOff: boolean) => {
+      if (settled) return;
+      settled = true;
+      // Stop writing; busboy skips the rest of the part on its own, multer drains whatever still arrives.
+      source.unpipe(out);
+      source.resume();
+      out.destroy();
+      // The partial file is gone before the request is answered.
+      const unlink = () =>
+        fs.rm(target, { force: true }, () => {
+          if (cutOff) this.onLimit(req);
+          cb(err);
+        });
+      if (out.closed) unlink();
+      else out.once('close', unlink);
+    };
+    source.once('limit', () => fail(new Error('file size limit'), true));
+    source.once('error', (err) => fail(err, false));
+    out.once('error', (err) => fail(err, false));
+    out.once('finish', () => {
+      if (settled) return;
+      settled = true;
       cb(null, { filename: fileId, path: target, size: out.bytesWritten } as multer.File);
     });
+    source.pipe(out);
   }
   _removeFile(_req: IncomingMessage, file: multer.File, cb: (error: Error) => void): void {
     fs.rm(file.path, { force: true }, (err) => cb(err as Error));

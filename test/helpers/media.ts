@@ -1,0 +1,71 @@
+/** Helpers for media tests: real multipart uploads with fetch + FormData, images made by sharp, using a file. */
+import sharp from 'sharp';
+import { claimFile, type FileUsedFor } from '../../src/files.ts';
+import type { FileObject } from '../../src/domain/shared.ts';
+import { newId } from '../../src/ids.ts';
+import type { Service } from '../../src/service.ts';
+import type { Tag } from '../../workers/media/policy.ts';
+import type { Res } from './http.ts';
+
+/** Uploads bytes as the `file` field of a multipart form (or a custom form) to `POST {media}/{tag}`. */
+export async function upload(
+  s: Pick<Service, 'mediaUrl'>,
+  token: string | undefined,
+  tag: string,
+  bytes: Uint8Array | undefined,
+  o: { filename?: string; contentType?: string; field?: string; form?: FormData } = {},
+): Promise<Res> {
+  let form = o.form;
+  if (!form) {
+    form = new FormData();
+    if (bytes) form.append(o.field ?? 'file', new Blob([bytes], { type: o.contentType ?? 'application/octet-stream' }), o.filename ?? 'upload.bin');
+  }
+  const res = await fetch(`${s.mediaUrl}/${tag}`, { method: 'POST', body: form, headers: token ? { 'X-Session-Token': token } : {} });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, body, headers: res.headers, text };
+}
+
+/** A JPEG of w×h pixels (noise, so it does not compress to nothing). */
+export async function jpeg(width: number, height: number, quality = 85): Promise<Buffer> {
+  const raw = Buffer.alloc(width * height * 3);
+  for (let i = 0; i < raw.length; i++) raw[i] = Math.imul(i, 2654435761) >>> 24;
+  return sharp(raw, { raw: { width, height, channels: 3 } }).jpeg({ quality }).toBuffer();
+}
+
+/** A plain one-colour PNG. */
+export function png(width: number, height: number, colour = { r: 20, g: 120, b: 220 }): Promise<Buffer> {
+  return sharp({ create: { width, height, channels: 3, background: colour } }).png().toBuffer();
+}
+
+/** The bytes with filler appended up to exactly `size` (a JPEG still sniffs and decodes: data after EOI is ignored). */
+export function padTo(bytes: Buffer, size: number): Buffer {
+  if (bytes.length > size) throw new Error(`${bytes.length} bytes do not fit in ${size}`);
+  return Buffer.concat([bytes, Buffer.alloc(size - bytes.length, 0x20)]);
+}
+
+/** Uses a file the way a feature does (claimFile + the executor), as a message attachment by default. */
+export async function useFile(
+  s: Pick<Service, 'deps'>,
+  userId: string,
+  fileId: string,
+  tag: Tag,
+  usedFor: FileUsedFor = { type: 'Message', id: newId() },
+): Promise<FileObject> {
+  const { result } = await s.deps.executor.execute({ actor: userId, requestId: 'test' }, [`file-${fileId}`], async () => {
+    const claim = await claimFile(s.deps, { fileId, tag, userId, usedFor });
+    return { writes: [claim.write], result: claim.file };
+  });
+  return result;
+}
+
+/** Fetches a media URL without following redirects. */
+export async function get(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
+  const res = await fetch(url, { method, headers, redirect: 'manual' });
+  return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
+}
