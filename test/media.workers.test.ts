@@ -1,0 +1,171 @@
+// Media workers as processes: a worker killed with SIGKILL mid-job loses the job to the next worker, several
+// worker processes share the queues, a job that misses the request's deadline answers 503 and its id is
+// never usable, and a job run twice (a retry) settles the file once.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Job, Queue } from 'bullmq';
+import t from 'tap';
+import { fileStream, loadFile } from '../src/files.ts';
+import { newId } from '../src/ids.ts';
+import { bullConnection, bullPrefix, queueName, type UploadJob } from '../workers/media/jobs.ts';
+import { runUploadJob } from '../workers/media/worker.ts';
+import type { Tag } from '../workers/media/policy.ts';
+import { signup } from './helpers/http.ts';
+import { get, jpeg, png, upload } from './helpers/media.ts';
+import { startTestService, type TestService } from './helpers/service.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/** Starts `ROLES=worker` in a child process with the service's environment; resolves once it started. */
+async function startWorkerProcess(t: { teardown(fn: () => unknown): void }, s: TestService, env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: {
+      ...process.env,
+      ROLES: 'worker',
+      REDIS_URL: s.config.redisUrl,
+      REDIS_PREFIX: s.prefix,
+      DATA_DIR: s.dataDir,
+      LOG_LEVEL: 'info',
+      MEDIA_JOB_LOCK_MS: '1000',
+      ...env,
+    },
+  });
+  t.teardown(() => stopProcess(child, 'SIGKILL'));
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('"service started"')) {
+        child.stdout!.off('data', onData);
+        child.stdout!.resume();
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`worker process exited early (${code})`)));
+  });
+  return child;
+}
+
+function stopProcess(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill(signal);
+  });
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function queueOf(s: TestService, tag: Tag): Queue {
+  return new Queue(queueName(tag), { connection: bullConnection(s.config.redisUrl), prefix: bullPrefix(s.prefix) });
+}
+
+t.test('worker processes', async (t) => {
+  const s = await startTestService(t, { ROLES: 'api,media,projector', RATE_LIMITS: 'off' });
+  const alice = await signup(s);
+  const avatars = queueOf(s, 'avatars');
+  const attachments = queueOf(s, 'attachments');
+  t.teardown(() => Promise.all([avatars.close(), attachments.close()]));
+
+  t.test('a worker killed with SIGKILL mid-job: the job completes once another worker runs', async (t) => {
+    const a = await startWorkerProcess(t, s, { MEDIA_TEST_DELAY_MS: '60000' });
+    let answered = false;
+    const pending = upload(s, alice.token, 'avatars', await png(200, 200), { filename: 'crash.png' }).finally(() => (answered = true));
+    const [job] = await until('the job to be active', async () => {
+      const active = await avatars.getJobs(['active']);
+      return active.length ? active : undefined;
+    });
+    await stopProcess(a, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 1500));
+    t.notOk(answered, 'no answer while no worker runs');
+    await startWorkerProcess(t, s, {});
+    const r = await pending;
+    t.equal(r.status, 200);
+    t.equal(r.body.id, job!.id, 'the job id is the file id');
+    const events = await s.store.readStream(fileStream(r.body.id));
+    t.same(events.map((e) => e.type), ['FileUploaded'], 'processed into one event');
+    const me = await alice.api.patch('/users/@me', { avatar: r.body.id });
+    t.equal(me.status, 200);
+    t.equal((await get(`${s.mediaUrl}/avatars/${r.body.id}`)).status, 200);
+    t.same(fs.readdirSync(s.blobs.incomingDir), []);
+  });
+
+  t.test('several worker processes consume the same queues', async (t) => {
+    const env = { MEDIA_TEST_DELAY_MS: '300', MEDIA_CONCURRENCY_DEFAULT: '1' };
+    await Promise.all([startWorkerProcess(t, s, env), startWorkerProcess(t, s, env)]);
+    const img = await jpeg(100, 80);
+    const results = await Promise.all(Array.from({ length: 4 }, (_, i) => upload(s, alice.token, 'attachments', img, { filename: `p${i}.jpg` })));
+    t.same(results.map((r) => r.status), [200, 200, 200, 200]);
+    const by = new Set<string | undefined>();
+    for (const r of results) by.add((await Job.fromId(attachments, r.body.id))?.processedBy);
+    t.ok(by.size >= 2, `processed by ${[...by].join(', ')}`);
+  });
+});
+
+t.test('a job that misses the deadline: 503, and the id is never usable', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off', UPLOAD_DEADLINE_MS: '300', MEDIA_TEST_DELAY_MS: '1500' });
+  const alice = await signup(s);
+  const queue = queueOf(s, 'avatars');
+  t.teardown(() => queue.close());
+  const r = await upload(s, alice.token, 'avatars', await png(64, 64), { filename: 'late.png' });
+  t.equal(r.status, 503);
+  t.equal(r.body.type, 'InternalError');
+  const abandoned = await until('the abandonment event', async () => {
+    for await (const e of s.store.readAll()) if (e.type === 'FileUploadAbandoned') return e;
+    return undefined;
+  });
+  const fileId = (abandoned.data as { fileId: string }).fileId;
+  t.match(abandoned.data, { uploaderId: alice.userId, tag: 'avatars' });
+  // The worker finishes later, meets the abandonment and discards what it made.
+  const job = await until('the job to finish', async () => ((await queue.getJobState(fileId)) === 'completed' ? Job.fromId(queue, fileId) : undefined));
+  t.same(job?.returnvalue, { status: 'abandoned' });
+  t.same((await s.store.readStream(fileStream(fileId))).map((e) => e.type), ['FileUploadAbandoned']);
+  t.equal(await loadFile(s.deps, fileId), null);
+  const use = await alice.api.patch('/users/@me', { avatar: fileId });
+  t.equal(use.status, 404);
+  t.equal(use.body.type, 'NotFound');
+  t.equal((await get(`${s.mediaUrl}/avatars/${fileId}`)).status, 404);
+  t.notOk(fs.existsSync(s.blobs.originalPath(fileId)), 'no processed blob');
+  t.notOk(fs.existsSync(s.blobs.incomingPath(fileId)), 'no upload blob');
+});
+
+t.test('settling an upload is idempotent', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const alice = await signup(s);
+  const deps = { config: s.config, log: s.log, store: s.store, blobs: s.blobs };
+
+  t.test('a deadline that loses to the worker answers the id', async (t) => {
+    const r = await upload(s, alice.token, 'avatars', await png(30, 30), { filename: 'won.png' });
+    const job: UploadJob = { fileId: r.body.id, tag: 'avatars', filename: 'won.png', uploaderId: alice.userId, requestId: 'late' };
+    const outcome = await s.uploads!.abandon(job);
+    t.match(outcome, { status: 'uploaded', position: /^\d+$/ });
+    t.same((await s.store.readStream(fileStream(job.fileId))).map((e) => e.type), ['FileUploaded']);
+    t.equal((await alice.api.patch('/users/@me', { avatar: job.fileId })).status, 200, 'the id stays usable');
+  });
+
+  t.test('a job run again (a retry) or twice at once settles the file once', async (t) => {
+    const fileId = newId();
+    fs.writeFileSync(s.blobs.incomingPath(fileId), await png(40, 40));
+    const job: UploadJob = { fileId, tag: 'emojis', filename: 'twice.png', uploaderId: alice.userId, requestId: 'retry' };
+    const [a, b] = await Promise.all([runUploadJob(deps, job), runUploadJob(deps, job)]);
+    t.equal(a.status, 'uploaded');
+    t.same(a, b, 'both runs report the same event');
+    const again = await runUploadJob(deps, job);
+    t.same(again, a, 'a later retry does no work and reports it too');
+    t.same((await s.store.readStream(fileStream(fileId))).map((e) => e.type), ['FileUploaded']);
+    t.notOk(fs.existsSync(s.blobs.incomingPath(fileId)));
+    t.ok(fs.existsSync(s.blobs.originalPath(fileId)));
+  });
+});
