@@ -197,7 +197,7 @@ export function createApiApp(deps: AppDeps, routes: readonly AnyRoute[]): Koa {
 
   app.use(requestLog(deps));
   app.use(rateLimitHeaders(deps.limiter));
-  app.use(errorRenderer());
+  app.use(errorRenderer(() => deps.readModels.serving(true)));
   app.use(corsMiddleware());
   app.use(
     bodyParser({

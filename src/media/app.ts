@@ -29,7 +29,7 @@ export function createMediaApp(deps: MediaDeps): Koa {
   }
   app.use(requestLog(deps));
   app.use(rateLimitHeaders(deps.limiter));
-  app.use(errorRenderer());
+  app.use(errorRenderer(() => deps.readModels.serving(true)));
   app.use(corsMiddleware());
   app.use(servingCheck(deps, new Set(['/'])));
   app.use(router.routes());

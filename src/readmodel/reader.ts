@@ -168,11 +168,12 @@ export class ReadModels {
 
   /**
    * True when the read models can answer: a generation exists and every partition has caught up in it.
-   * Cached for a quarter of a second.
+   * Cached for a quarter of a second unless `fresh` (used before answering "not found": right after
+   * Redis lost its data, an empty read model must not pass for an answer).
    */
-  async serving(): Promise<boolean> {
+  async serving(fresh = false): Promise<boolean> {
     const now = Date.now();
-    if (now < this.servingUntil) return this.servingValue;
+    if (!fresh && now < this.servingUntil) return this.servingValue;
     await this.refreshGeneration();
     let ok = false;
     if (this.gen !== undefined) {

@@ -14,13 +14,28 @@ export class RateLimited extends Error {
   }
 }
 
-/** Koa middleware rendering errors; place it outside every other middleware except logging and headers. */
-export function errorRenderer(): Koa.Middleware {
+/** Answers whether the read models can serve right now (uncached). */
+export type ServingCheck = () => Promise<boolean>;
+
+/**
+ * Koa middleware rendering errors; place it outside every other middleware except logging and headers.
+ * With `serving`, a "not found" or "unknown session" answer is double-checked: if the read models are
+ * gone (Redis lost its data) the truth is "cannot tell now", 503, not a 404 or a 401 that would make a
+ * client drop its session.
+ */
+export function errorRenderer(serving?: ServingCheck): Koa.Middleware {
   return async function renderErrors(ctx, next) {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw new AppError({ type: 'NotFound' });
     } catch (err) {
+      if (serving && err instanceof AppError && (err.status === 404 || err.status === 401) && ctx.state.routePattern !== '*') {
+        const ok = await serving().catch(() => false);
+        if (!ok) {
+          render(ctx, new AppError({ type: 'InternalError' }, 503));
+          return;
+        }
+      }
       render(ctx, err);
     }
   };
