@@ -1,8 +1,12 @@
-/** Every read-model projection, in the order they run for an event. A feature adds its projection here. */
+/**
+ * Every read-model projection, in the order they run for an event. A feature adds its projection here.
+ * `audit` runs before the projections whose state it reads as "before" (servers, channels): see its header.
+ */
 import { accountsProjection } from './accounts.ts';
+import { auditProjection } from './audit.ts';
 import { channelsProjection } from './channels.ts';
 import { filesProjection } from './files.ts';
 import { serversProjection } from './servers.ts';
 import type { Projection } from './types.ts';
 
-export const PROJECTIONS: readonly Projection[] = [accountsProjection, serversProjection, channelsProjection, filesProjection];
+export const PROJECTIONS: readonly Projection[] = [auditProjection, accountsProjection, serversProjection, channelsProjection, filesProjection];

@@ -4,7 +4,7 @@
  *
  *   tail    [--stream <name|prefix->] [--type <T,…>] [--after <position> | --from-start]
  *   export  [--stream <name>] [--after <position>] [--out <file>]         NDJSON, streamed
- *   state   --at <position|ISO time> [--keep]                              read models as they were
+ *   state   --at <position|ISO time> [--server <id>] [--keep]              read models as they were
  *   migrate --to <kurrentdb://…|sqlite:<path>> [--from <url>]             copy the whole history
  */
 import fs from 'node:fs';
@@ -18,12 +18,12 @@ import { PROJECTIONS } from '../../projections/index.ts';
 import { generationPrefix } from '../readmodel/keys.ts';
 import { exportEvents, findPosition, migrate, openStoreUrl, tailEvents, toLine } from './eventsLib.ts';
 import { progressBar } from './progress.ts';
-import { countReadModels } from './stateCounts.ts';
+import { countReadModels, summariseServer } from './stateCounts.ts';
 
 const USAGE = `usage: npm run events -- <tail|export|state|migrate> [options]
   tail    [--stream <name|prefix->] [--type <Type,…>] [--after <position> | --from-start]
   export  [--stream <name>] [--after <position>] [--out <file>]
-  state   --at <position|ISO time> [--keep]
+  state   --at <position|ISO time> [--server <id>] [--keep]
   migrate --to <kurrentdb://…|sqlite:<path>> [--from <url>]`;
 
 async function main(): Promise<number> {
@@ -38,6 +38,7 @@ async function main(): Promise<number> {
       out: { type: 'string' },
       at: { type: 'string' },
       keep: { type: 'boolean' },
+      server: { type: 'string' },
       to: { type: 'string' },
       from: { type: 'string' },
     },
@@ -107,8 +108,11 @@ async function main(): Promise<number> {
         bar.stop();
         const redis = new Redis(config.redisUrl);
         try {
-          const counts = await countReadModels(redis, generationPrefix(targetPrefix, r.generation));
-          console.log(JSON.stringify({ position: position.toString(), events: r.events, prefix: targetPrefix, ...counts }));
+          const gp = generationPrefix(targetPrefix, r.generation);
+          const counts = await countReadModels(redis, gp);
+          // With --server: that server as it was (null when it did not exist at that position).
+          const server = values.server !== undefined ? { server: await summariseServer(redis, gp, values.server) } : {};
+          console.log(JSON.stringify({ position: position.toString(), events: r.events, prefix: targetPrefix, ...counts, ...server }));
           if (!values.keep) await deleteKeys(redis, targetPrefix);
           else console.error(`read models kept under ${generationPrefix(targetPrefix, r.generation)}`);
         } finally {

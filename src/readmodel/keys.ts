@@ -65,7 +65,17 @@ export const rm = {
   userServers: (userId: string) => `user:${userId}:servers`,
   /** ChannelState JSON: Stoat's TextChannel plus the `channel-<id>` revision (projection `channels`). */
   channel: (channelId: string) => `channel:${channelId}`,
-
   /** FileRecord JSON of a processed upload: File object, uploader, tag, usedFor/referenced, revision (projection `files`). */
   file: (fileId: string) => `file:${fileId}`,
+
+  /** Hash entry id → AuditEntry JSON of a server's audit log (projection `audit`). */
+  auditEntries: (serverId: string) => `audit:${serverId}:entries`,
+  /**
+   * Sorted set (all scores 0, so ordered by id = by time) of the ids of a server's audit entries, optionally
+   * only those of one actor and/or one action (projection `audit`). Without a filter: every entry.
+   */
+  auditIndex: (serverId: string, filter: { user?: string | undefined; action?: string | undefined } = {}) =>
+    `audit:${serverId}${filter.user !== undefined ? `:user:${filter.user}` : ''}${filter.action !== undefined ? `:action:${filter.action}` : ''}`,
+  /** Set of the filtered index keys (logical) a server's audit log has, to drop them with it (projection `audit`). */
+  auditIndexes: (serverId: string) => `audit:${serverId}:indexes`,
 };

@@ -220,6 +220,16 @@ export class ReadModels {
     return new Map(Object.entries(raw).map(([k, v]) => [k, JSON.parse(v) as T]));
   }
 
+  /**
+   * Members of a sorted set ordered by member (all scores equal) between `min` and `max` (Redis lex bounds:
+   * `-`, `+`, `[x` inclusive, `(x` exclusive), at most `limit` of them: from the lowest up, or with `reverse`
+   * from the highest down.
+   */
+  async zrangeByLex(logical: string, min: string, max: string, limit: number, reverse = false): Promise<string[]> {
+    const key = this.key(logical);
+    return reverse ? this.redis.zrevrangebylex(key, max, min, 'LIMIT', 0, limit) : this.redis.zrangebylex(key, min, max, 'LIMIT', 0, limit);
+  }
+
   /** Members of a set. */
   async smembers(logical: string): Promise<string[]> {
     return this.redis.smembers(this.key(logical));

@@ -1,4 +1,5 @@
-/** Server routes (reference §3.5): servers, their channels' creation, roles, permissions, members, bans, invites. */
+/** Server routes (reference §3.5): servers, their channels' creation, roles, permissions, members, bans, invites, audit log. */
+import auditLogs from './auditLogs.ts';
 import banCreate from './banCreate.ts';
 import banList from './banList.ts';
 import banRemove from './banRemove.ts';
@@ -41,4 +42,5 @@ export default [
   banRemove,
   banList,
   inviteList,
+  auditLogs,
 ];
