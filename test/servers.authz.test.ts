@@ -38,6 +38,7 @@ t.test('authorization table', async (t) => {
   const bits: PermissionName[] = [
     'ManageChannel', 'ManageServer', 'ManagePermissions', 'ManageRole', 'KickMembers', 'BanMembers', 'TimeoutMembers', 'AssignRoles',
     'ChangeNickname', 'ManageNicknames', 'ChangeAvatar', 'RemoveAvatars', 'MuteMembers', 'DeafenMembers', 'InviteOthers',
+    'ViewAuditLogs',
   ];
   const roleFor = {} as Record<PermissionName, string>;
   for (const bit of bits) {
@@ -248,6 +249,7 @@ t.test('authorization table', async (t) => {
       },
     },
     { bit: 'InviteOthers', what: 'create invite', ok: 200, prepare: async () => (u) => u.api.post(`/channels/${srv.general}/invites`) },
+    { bit: 'ViewAuditLogs', what: 'read the audit log', ok: 200, prepare: async () => (u) => u.api.get(`${S}/audit_logs`) },
   ];
 
   t.test('the table covers every bit the server, channel and invite routes declare', async (t) => {

@@ -105,3 +105,15 @@ export function checkResponse(method: string, path: string, status: number, body
     throw new Error(`OpenAPI: ${method} ${op.template} ${status} does not match the document: ${errs}\nbody: ${text.slice(0, 500)}`);
   }
 }
+
+/**
+ * Throws unless `value` matches the document's component schema `name` (e.g. `User`, `Member`), for answers
+ * of routes the document does not describe (the audit log) that embed its objects.
+ */
+export function checkSchema(name: string, value: unknown): void {
+  const v = validator(rebase({ $ref: `#/components/schemas/${name}` }));
+  if (!v(value)) {
+    const errs = (v.errors ?? []).slice(0, 5).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
+    throw new Error(`OpenAPI: not a ${name}: ${errs}\nvalue: ${JSON.stringify(value).slice(0, 500)}`);
+  }
+}
