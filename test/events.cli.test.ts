@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -7,33 +6,7 @@ import type { RecordedEvent } from '../src/eventstore/port.ts';
 import { migrate } from '../src/cli/eventsLib.ts';
 import { startTestService, tempDir } from './helpers/service.ts';
 import { signup } from './helpers/http.ts';
-
-/** Runs `npm run events -- …` (the CLI file directly) with a service's configuration. */
-function runCli(
-  env: Record<string, string>,
-  args: string[],
-  opts: { until?: (out: string) => boolean; onStderr?: (err: string) => void } = {},
-): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/events.ts', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    // A run that never ends fails the test instead of hanging it.
-    const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      if (opts.until?.(out)) child.kill('SIGINT');
-    });
-    child.stderr.on('data', (d) => {
-      err += d;
-      opts.onStderr?.(err);
-    });
-    child.on('exit', (code) => {
-      clearTimeout(guard);
-      resolve({ code, out, err });
-    });
-  });
-}
+import { runCli } from './helpers/cli.ts';
 
 async function all(store: { readAll(): AsyncIterable<RecordedEvent> }): Promise<RecordedEvent[]> {
   const out: RecordedEvent[] = [];

@@ -9,16 +9,12 @@
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
 import { ConfigError, loadConfig } from '../config.ts';
 import { createLogger } from '../log.ts';
 import { openEventStore } from '../service.ts';
-import { rebuild, deleteKeys } from '../../projections/rebuild.ts';
-import { PROJECTIONS } from '../../projections/index.ts';
-import { generationPrefix } from '../readmodel/keys.ts';
 import { exportEvents, findPosition, migrate, openStoreUrl, tailEvents, toLine } from './eventsLib.ts';
 import { progressBar } from './progress.ts';
-import { countReadModels, summariseServer } from './stateCounts.ts';
+import { stateAt } from './stateCounts.ts';
 
 const USAGE = `usage: npm run events -- <tail|export|state|migrate> [options]
   tail    [--stream <name|prefix->] [--type <Type,…>] [--after <position> | --from-start]
@@ -92,32 +88,20 @@ async function main(): Promise<number> {
           console.log(`no events at or before ${values.at}`);
           return 0;
         }
-        const targetPrefix = `${config.redisPrefix}state:${Date.now()}:`;
         const bar = progressBar('state', undefined);
-        const r = await rebuild({
+        const result = await stateAt({
           store,
           redisUrl: config.redisUrl,
           prefix: config.redisPrefix,
-          targetPrefix,
-          untilPosition: position,
-          partitions: 1,
-          projections: PROJECTIONS,
+          position,
+          ...(values.server !== undefined ? { serverId: values.server } : {}),
+          keep: values.keep ?? false,
           log: createLogger('warn'),
-          onProgress: (p) => bar.update(p.events),
+          onProgress: (n) => bar.update(n),
         });
         bar.stop();
-        const redis = new Redis(config.redisUrl);
-        try {
-          const gp = generationPrefix(targetPrefix, r.generation);
-          const counts = await countReadModels(redis, gp);
-          // With --server: that server as it was (null when it did not exist at that position).
-          const server = values.server !== undefined ? { server: await summariseServer(redis, gp, values.server) } : {};
-          console.log(JSON.stringify({ position: position.toString(), events: r.events, prefix: targetPrefix, ...counts, ...server }));
-          if (!values.keep) await deleteKeys(redis, targetPrefix);
-          else console.error(`read models kept under ${generationPrefix(targetPrefix, r.generation)}`);
-        } finally {
-          redis.disconnect();
-        }
+        console.log(JSON.stringify(result));
+        if (result.kept) console.error(`read models kept under ${result.kept} (delete everything under ${result.prefix} when done)`);
         return 0;
       }
       case 'migrate': {

@@ -3,13 +3,18 @@
  * position): counts of accounts, users, servers, channels, roles, members, bans, invites and audit entries,
  * and, for one server, a summary an operator investigating an incident can read: its name, owner, channels,
  * categories, roles with their permissions, member/ban/invite counts and its latest audit entries.
- * Reads only the key families of `rm` (src/readmodel/keys.ts); O(keys) with batched reads.
+ * `stateAt` rebuilds the read models up to a position into a separate prefix and reads them; the counts
+ * read only the key families of `rm` (src/readmodel/keys.ts), O(keys) with batched reads.
  */
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { PROJECTIONS } from '../../projections/index.ts';
+import { deleteKeys, rebuild } from '../../projections/rebuild.ts';
 import type { AuditEntry } from '../domain/audit/entries.ts';
 import type { ChannelState } from '../domain/channel/state.ts';
 import type { ServerState } from '../domain/server/state.ts';
-import { rm } from '../readmodel/keys.ts';
+import type { EventStore } from '../eventstore/port.ts';
+import { generationPrefix, rm } from '../readmodel/keys.ts';
 
 /** Counts of what a generation describes. */
 export interface ReadModelCounts {
@@ -136,4 +141,60 @@ export async function summariseServer(redis: Redis, genPrefix: string, serverId:
       .map((e) => ({ _id: e._id, action: e.action, actor: e.actor, target: e.target, at: e.at })),
     revision: s.revision,
   };
+}
+
+/** Options of `stateAt`. */
+export interface StateAtOptions {
+  store: EventStore;
+  redisUrl: string;
+  /** The live `REDIS_PREFIX`; the point-in-time read models go under `<prefix>state:<ms>:`. */
+  prefix: string;
+  /** Last position to apply (inclusive). */
+  position: bigint;
+  /** Also summarise this server. */
+  serverId?: string;
+  /** Keep the point-in-time read models instead of deleting them. */
+  keep?: boolean;
+  log: Logger;
+  onProgress?: (events: number) => void;
+}
+
+/** What `events state` prints: the position, how many events were applied, the counts, and the server summary when asked. */
+export type StateAt = {
+  position: string;
+  events: number;
+  /** Every key of this point-in-time state is under it (deleted unless kept). */
+  prefix: string;
+  /** When kept: the prefix of its read-model keys (`rm.*` below it). */
+  kept?: string;
+} & ReadModelCounts & { server?: ServerSummary | null };
+
+/**
+ * The read models as they were after `position`: rebuilt from zero into a separate prefix (the live read
+ * models are never touched), counted, the server summarised, then deleted unless `keep`.
+ */
+export async function stateAt(o: StateAtOptions): Promise<StateAt> {
+  const targetPrefix = `${o.prefix}state:${Date.now()}:`;
+  const r = await rebuild({
+    store: o.store,
+    redisUrl: o.redisUrl,
+    prefix: o.prefix,
+    targetPrefix,
+    untilPosition: o.position,
+    partitions: 1,
+    projections: PROJECTIONS,
+    log: o.log,
+    ...(o.onProgress ? { onProgress: (p: { events: number }) => o.onProgress!(p.events) } : {}),
+  });
+  const redis = new Redis(o.redisUrl);
+  try {
+    const gp = generationPrefix(targetPrefix, r.generation);
+    const counts = await countReadModels(redis, gp);
+    // With a server: that server as it was (null when it did not exist at that position).
+    const server = o.serverId !== undefined ? { server: await summariseServer(redis, gp, o.serverId) } : {};
+    if (!o.keep) await deleteKeys(redis, targetPrefix);
+    return { position: o.position.toString(), events: r.events, prefix: targetPrefix, ...(o.keep ? { kept: gp } : {}), ...counts, ...server };
+  } finally {
+    redis.disconnect();
+  }
 }

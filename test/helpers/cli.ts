@@ -1,0 +1,38 @@
+/** Runs the operator tool (`npm run events -- …`, the CLI file directly) as a child process for tests. */
+import { spawn } from 'node:child_process';
+
+/** Output of one run. */
+export interface CliRun {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+/**
+ * Runs `src/cli/events.ts` with `args` and the environment `env` added to this process's. `until` sends
+ * SIGINT once stdout satisfies it (for `tail`); a run that never ends is killed after 60 s, failing the test.
+ */
+export function runCli(
+  env: Record<string, string>,
+  args: string[],
+  opts: { until?: (out: string) => boolean; onStderr?: (err: string) => void } = {},
+): Promise<CliRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/events.ts', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (opts.until?.(out)) child.kill('SIGINT');
+    });
+    child.stderr.on('data', (d) => {
+      err += d;
+      opts.onStderr?.(err);
+    });
+    child.on('exit', (code) => {
+      clearTimeout(guard);
+      resolve({ code, out, err });
+    });
+  });
+}
