@@ -65,6 +65,7 @@ export const rm = {
   userServers: (userId: string) => `user:${userId}:servers`,
   /** ChannelState JSON: Stoat's TextChannel plus the `channel-<id>` revision (projection `channels`). */
   channel: (channelId: string) => `channel:${channelId}`,
+
   /** FileRecord JSON of a processed upload: File object, uploader, tag, usedFor/referenced, revision (projection `files`). */
   file: (fileId: string) => `file:${fileId}`,
 
