@@ -54,6 +54,8 @@ const schema = z
         return [...new Set(roles)] as RoleName[];
       }),
     PROJECTOR_PARTITIONS: z.coerce.number().int().min(1).max(256).default(1),
+    /** How long a projector's partition lease lives without renewal (ms); a dead projector's partitions move after it. */
+    PROJECTOR_LEASE_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
     /** Comma-separated partitions this projector claims; unset = claim any free partition by lease. */
     PROJECTOR_PARTITION: z
       .string()
@@ -133,6 +135,7 @@ export interface Config {
   roles: RoleName[];
   projectorPartitions: number;
   projectorPartition: number[] | undefined;
+  projectorLeaseMs: number;
   serverChannelLimit: number;
   rateLimits: boolean;
   voice: { enabled: boolean; url: string | undefined; apiKey: string | undefined; apiSecret: string | undefined };
@@ -186,6 +189,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     roles: c.ROLES,
     projectorPartitions: c.PROJECTOR_PARTITIONS,
     projectorPartition: c.PROJECTOR_PARTITION,
+    projectorLeaseMs: c.PROJECTOR_LEASE_MS,
     serverChannelLimit: c.SERVER_CHANNEL_LIMIT,
     rateLimits: c.RATE_LIMITS === 'on',
     voice: {

@@ -137,6 +137,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       prefix: config.redisPrefix,
       partitions: config.projectorPartitions,
       ...(config.projectorPartition ? { preferred: config.projectorPartition } : {}),
+      leaseMs: config.projectorLeaseMs,
       projections: PROJECTIONS,
       log,
     });
