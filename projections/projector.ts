@@ -105,11 +105,38 @@ export class Projector {
         await this.stopAll(false);
         this.generation = gen;
       }
+      await this.announcePreferences();
+      await this.handBack();
       await this.claim();
     } catch (err) {
       this.o.log.warn({ err }, 'projector health check failed');
     } finally {
       this.ticking = false;
+    }
+  }
+
+  /** Tells stand-ins which partitions this process prefers (a key with the lease's lifetime). */
+  private async announcePreferences(): Promise<void> {
+    if (!this.o.preferred) return;
+    const leaseMs = this.o.leaseMs ?? 10_000;
+    for (const i of this.o.preferred) await this.admin.set(this.ctl.want(this.o.partitions, i), this.token, 'PX', leaseMs);
+  }
+
+  /** Gives back partitions taken over from a dead owner once a process that prefers them is alive. */
+  private async handBack(): Promise<void> {
+    for (const [i, o] of [...this.owned]) {
+      // A process that names this partition keeps it; anyone else (a stand-in, or a process without
+      // preferences) gives it to the process that names it.
+      if (this.o.preferred?.includes(i)) continue;
+      const wanter = await this.admin.get(this.ctl.want(this.o.partitions, i));
+      if (wanter === null || wanter === this.token) continue;
+      this.o.log.info({ partition: i }, 'handing a taken-over partition back to the process that prefers it');
+      this.owned.delete(i);
+      await o.runner.stop();
+      o.redis.disconnect();
+      await (this.admin as unknown as { leaseRelease: (k: string, t: string) => Promise<number> })
+        .leaseRelease(this.ctl.lease(this.o.partitions, i), this.token)
+        .catch(() => 0);
     }
   }
 

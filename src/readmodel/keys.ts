@@ -16,6 +16,8 @@ export function controlKeys(prefix: string) {
     controlChannel: `${prefix}control`,
     /** Lease of projector partition i of n. */
     lease: (partitions: number, i: number) => `${prefix}lease:${partitions}:${i}`,
+    /** Set (with a TTL) by a projector that prefers partition i of n, so a stand-in hands it back. */
+    want: (partitions: number, i: number) => `${prefix}want:${partitions}:${i}`,
     /** Redis stream of client events produced by partition i of n (read by every API process). */
     clientEvents: (partitions: number, i: number) => `${prefix}events:${partitions}:${i}`,
   };
