@@ -71,6 +71,33 @@ export async function claimFile(deps: FileDeps, claim: ClaimFile): Promise<Claim
   };
 }
 
+/**
+ * Claims the optional file fields of one request (icon and banner, avatar and background …) inside an
+ * executor plan: `use` returns the File object to embed (undefined when the field is absent) and collects
+ * the writes to append with the request's own. Make a new one in every run of the plan.
+ */
+export class FileClaims {
+  /** The `FileAttached` writes of the files used so far. */
+  readonly writes: Write[] = [];
+  constructor(
+    private readonly deps: FileDeps,
+    private readonly userId: string,
+  ) {}
+
+  /** Claims `fileId` when given (see `claimFile`); 404 NotFound when it cannot be used. */
+  async use(fileId: string | null | undefined, tag: Tag, usedFor: FileUsedFor): Promise<FileObject | undefined> {
+    if (fileId === null || fileId === undefined) return undefined;
+    const claim = await claimFile(this.deps, { fileId, tag, userId: this.userId, usedFor });
+    this.writes.push(claim.write);
+    return claim.file;
+  }
+}
+
+/** The lock keys of the file ids a request names (for `executor.execute` / `onServer` options). */
+export function fileLocks(...fileIds: Array<string | null | undefined>): string[] {
+  return fileIds.filter((id): id is string => typeof id === 'string' && id.length > 0).map(fileStream);
+}
+
 /** What `referenceFile` needs: the read models and the media server's public URL. */
 export interface ReferenceDeps extends FileDeps {
   config: Pick<Config, 'mediaPublicUrl'>;

@@ -5,6 +5,7 @@
  * `can_receive` appear only when false.
  */
 import { z } from 'zod';
+import { FileObject } from './shared.ts';
 
 /** A permission override as stored and served: `a` = allow bits, `d` = deny bits (defined bits only, < 2^41). */
 export const OverrideField = z.object({
@@ -28,6 +29,8 @@ export const RoleObject = z.object({
   /** Shown separately in the member list; omitted when false. */
   hoist: z.literal(true).optional(),
   rank: z.number().int(),
+  /** The role's icon (an `icons` upload; the spec adds it to Stoat's role). */
+  icon: FileObject.optional(),
 });
 /** A stored role. */
 export type RoleObject = z.infer<typeof RoleObject>;
@@ -66,6 +69,8 @@ export const ServerChannelObject = z.object({
   server: z.string(),
   name: z.string(),
   description: z.string().optional(),
+  /** The channel's icon (an `icons` upload). */
+  icon: FileObject.optional(),
   /** Id of the last message (maintained by the messages projection). */
   last_message_id: z.string().optional(),
   /** Override for everyone in this channel (applied below role overrides). */
@@ -89,6 +94,8 @@ export const MemberObject = z.object({
   /** ISO time of joining. */
   joined_at: z.string(),
   nickname: z.string().optional(),
+  /** The member's avatar in this server (an `avatars` upload). */
+  avatar: FileObject.optional(),
   /** Role ids; omitted when empty. */
   roles: z.array(z.string()).optional(),
   /** ISO time until which the member is timed out. */
@@ -126,8 +133,8 @@ export type InviteObject = z.infer<typeof InviteObject>;
 export const FieldsServer = z.enum(['Description', 'Categories', 'SystemMessages', 'Icon', 'Banner']);
 /** Removable channel fields. */
 export const FieldsChannel = z.enum(['Description', 'Icon', 'DefaultPermissions', 'Voice']);
-/** Removable role fields. */
-export const FieldsRole = z.enum(['Colour']);
+/** Removable role fields (`Icon` goes with the spec's role icon). */
+export const FieldsRole = z.enum(['Colour', 'Icon']);
 /** Removable member fields (`JoinedAt` is accepted and has no effect, as in Revolt). */
 export const FieldsMember = z.enum(['Nickname', 'Avatar', 'Roles', 'Timeout', 'CanReceive', 'CanPublish', 'JoinedAt']);
 

@@ -4,6 +4,7 @@ import { Permission } from '../../permissions/bits.ts';
 import { require as requirePermission } from '../../permissions/calculate.ts';
 import type { CallerContext } from '../server/caller.ts';
 import type { DomainEvent } from '../events.ts';
+import type { FileObject } from '../shared.ts';
 import type { ChannelState } from './state.ts';
 
 /** Removable channel fields. */
@@ -13,6 +14,8 @@ export type ChannelField = 'Description' | 'Icon' | 'DefaultPermissions' | 'Voic
 export interface EditChannel {
   name?: string | undefined;
   description?: string | undefined;
+  /** The new icon: an `icons` upload the route claimed. */
+  icon?: FileObject | undefined;
   nsfw?: boolean | undefined;
   voice?: { max_users?: number | undefined } | undefined;
   /** Group channels only: on a server channel → 400 InvalidOperation. */
@@ -31,6 +34,7 @@ export function decideEditChannel(cmd: EditChannel, channel: ChannelState, ctx: 
   const data: Extract<DomainEvent, { type: 'ChannelEdited' }>['data']['data'] = {};
   if (cmd.name !== undefined) data.name = cmd.name;
   if (cmd.description !== undefined) data.description = cmd.description;
+  if (cmd.icon !== undefined) data.icon = cmd.icon;
   if (cmd.nsfw !== undefined) data.nsfw = cmd.nsfw;
   if (cmd.voice !== undefined) data.voice = cmd.voice.max_users !== undefined ? { max_users: cmd.voice.max_users } : {};
   if (Object.keys(data).length === 0 && cmd.owner === undefined && cmd.remove.length === 0) return [];

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { FieldsChannel, OverrideField, VoiceObject } from '../models.ts';
+import { FileObject } from '../shared.ts';
 
 export const channelEvents = {
   /** Channel fields changed; `remove` cleared fields first (as in Revolt). */
@@ -13,6 +14,8 @@ export const channelEvents = {
     data: z.object({
       name: z.string().optional(),
       description: z.string().optional(),
+      /** The new icon (an `icons` upload, consumed by this edit). */
+      icon: FileObject.optional(),
       nsfw: z.boolean().optional(),
       /** Makes the channel a voice channel (or changes its settings). */
       voice: VoiceObject.optional(),

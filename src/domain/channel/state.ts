@@ -28,12 +28,14 @@ export function evolveChannel(state: ChannelState | null, e: DomainEvent, revisi
     case 'ChannelEdited': {
       for (const field of e.data.remove) {
         if (field === 'Description') delete s.description;
+        if (field === 'Icon') delete s.icon;
         if (field === 'DefaultPermissions') delete s.default_permissions;
         if (field === 'Voice') delete s.voice;
       }
       const d = e.data.data;
       if (d.name !== undefined) s.name = d.name;
       if (d.description !== undefined) s.description = d.description;
+      if (d.icon !== undefined) s.icon = d.icon;
       if (d.nsfw === true) s.nsfw = true;
       if (d.nsfw === false) delete s.nsfw;
       if (d.voice !== undefined) s.voice = d.voice;

@@ -3,6 +3,7 @@ import { AppError } from '../../errors.ts';
 import { Permission } from '../../permissions/bits.ts';
 import { has, require as requirePermission, requireElevatedOver } from '../../permissions/calculate.ts';
 import type { DomainEvent } from '../events.ts';
+import type { FileObject } from '../shared.ts';
 import type { CallerContext } from './caller.ts';
 import { memberRanking, serverPermissionsOf } from './permissions.ts';
 import type { ServerView } from './state.ts';
@@ -15,6 +16,8 @@ export interface EditMember {
   /** The member edited. */
   userId: string;
   nickname?: string | undefined;
+  /** The member's new avatar: an `avatars` upload the route claimed (only for oneself). */
+  avatar?: FileObject | undefined;
   roles?: string[] | undefined;
   /** ISO time until which the member is timed out. */
   timeout?: string | undefined;
@@ -32,8 +35,9 @@ export interface EditMemberContext extends CallerContext {
 }
 
 /**
- * Checks, in order: nickname (self ChangeNickname, other ManageNicknames); avatar removal (self ChangeAvatar,
- * other RemoveAvatars); roles → AssignRoles; timeout → setting it on oneself 400 CannotTimeoutYourself, on a
+ * Checks, in order: nickname (self ChangeNickname, other ManageNicknames); a new avatar only for oneself
+ * (another member's → 400 InvalidOperation) with ChangeAvatar; avatar removal (self ChangeAvatar, other
+ * RemoveAvatars); roles → AssignRoles; timeout → setting it on oneself 400 CannotTimeoutYourself, on a
  * member who holds TimeoutMembers 403 IsElevated, then TimeoutMembers; can_publish → MuteMembers; can_receive →
  * DeafenMembers; voice_channel → voice enabled (400 LiveKitUnavailable), MoveMembers for others; then a target
  * other than oneself must rank below the caller (403 NotElevated); each added role must exist (404 InvalidRole)
@@ -49,6 +53,10 @@ export function decideEditMember(cmd: EditMember, view: ServerView, ctx: EditMem
 
   if (cmd.nickname !== undefined || removes.has('Nickname')) {
     requirePermission(p, self ? Permission.ChangeNickname : Permission.ManageNicknames);
+  }
+  if (cmd.avatar !== undefined) {
+    if (!self) throw new AppError({ type: 'InvalidOperation' });
+    requirePermission(p, Permission.ChangeAvatar);
   }
   if (removes.has('Avatar')) requirePermission(p, self ? Permission.ChangeAvatar : Permission.RemoveAvatars);
   if (cmd.roles !== undefined || removes.has('Roles')) requirePermission(p, Permission.AssignRoles);
@@ -85,6 +93,7 @@ export function decideEditMember(cmd: EditMember, view: ServerView, ctx: EditMem
 
   const data: Extract<DomainEvent, { type: 'MemberEdited' }>['data']['data'] = {};
   if (cmd.nickname !== undefined) data.nickname = cmd.nickname;
+  if (cmd.avatar !== undefined) data.avatar = cmd.avatar;
   if (roles !== undefined) data.roles = roles;
   if (cmd.timeout !== undefined) data.timeout = new Date(cmd.timeout).toISOString();
   if (cmd.can_publish !== undefined) data.can_publish = cmd.can_publish;

@@ -1,9 +1,10 @@
-/** EditServer: name, description, categories, system messages, analytics and `remove` (reference §3.5). */
+/** EditServer: name, description, icon, banner, categories, system messages, analytics and `remove` (reference §3.5). */
 import { AppError } from '../../errors.ts';
 import { Permission } from '../../permissions/bits.ts';
 import { require as requirePermission } from '../../permissions/calculate.ts';
 import type { DomainEvent } from '../events.ts';
 import type { CategoryObject, SystemMessagesObject } from '../models.ts';
+import type { FileObject } from '../shared.ts';
 import type { CallerContext } from './caller.ts';
 import type { ServerView } from './state.ts';
 
@@ -15,6 +16,10 @@ export interface EditServer {
   categories?: CategoryObject[] | undefined;
   system_messages?: SystemMessagesObject | undefined;
   analytics?: boolean | undefined;
+  /** The new icon: an `icons` upload the route claimed (its `FileAttached` is appended with the edit). */
+  icon?: FileObject | undefined;
+  /** The new banner: a claimed `banners` upload. */
+  banner?: FileObject | undefined;
   /** Privileged only (403 NotPrivileged here: there are no privileged users). */
   flags?: number | undefined;
   /** Privileged only. */
@@ -23,8 +28,8 @@ export interface EditServer {
 }
 
 /**
- * Revolt's order: an empty edit changes nothing; ManageServer for any of name, description, system messages,
- * analytics or `remove`; flags/discoverable need a privileged user; ManageChannel for categories; system
+ * Revolt's order: an empty edit changes nothing; ManageServer for any of name, description, icon, banner,
+ * system messages, analytics or `remove`; flags/discoverable need a privileged user; ManageChannel for categories; system
  * message channels must be the server's (404 NotFound); a channel in two categories → 400 InvalidOperation;
  * unknown channel ids are dropped from categories.
  */
@@ -32,7 +37,13 @@ export function decideEditServer(cmd: EditServer, view: ServerView, ctx: CallerC
   const { server } = view;
   const p = ctx.caller.permissions;
   const touchesServer =
-    cmd.name !== undefined || cmd.description !== undefined || cmd.system_messages !== undefined || cmd.analytics !== undefined || cmd.remove.length > 0;
+    cmd.name !== undefined ||
+    cmd.description !== undefined ||
+    cmd.icon !== undefined ||
+    cmd.banner !== undefined ||
+    cmd.system_messages !== undefined ||
+    cmd.analytics !== undefined ||
+    cmd.remove.length > 0;
   if (!touchesServer && cmd.categories === undefined && cmd.flags === undefined && cmd.discoverable === undefined) return [];
   if (touchesServer) requirePermission(p, Permission.ManageServer);
   if (cmd.flags !== undefined || cmd.discoverable !== undefined) throw new AppError({ type: 'NotPrivileged' });
@@ -59,5 +70,7 @@ export function decideEditServer(cmd: EditServer, view: ServerView, ctx: CallerC
   if (categories !== undefined) data.categories = categories;
   if (cmd.system_messages !== undefined) data.system_messages = cmd.system_messages;
   if (cmd.analytics !== undefined) data.analytics = cmd.analytics;
+  if (cmd.icon !== undefined) data.icon = cmd.icon;
+  if (cmd.banner !== undefined) data.banner = cmd.banner;
   return [{ type: 'ServerEdited', data: { data, remove: [...new Set(cmd.remove)] } }];
 }

@@ -5,6 +5,7 @@
  * (`../channel/events.ts`).
  */
 import { z } from 'zod';
+import { FileObject } from '../shared.ts';
 import {
   CategoryObject,
   FieldsMember,
@@ -44,6 +45,10 @@ export const serverEvents = {
       categories: z.array(CategoryObject).optional(),
       system_messages: SystemMessagesObject.optional(),
       analytics: z.boolean().optional(),
+      /** The new icon (an `icons` upload, consumed by this edit). */
+      icon: FileObject.optional(),
+      /** The new banner (a `banners` upload, consumed by this edit). */
+      banner: FileObject.optional(),
     }),
     /** Fields cleared (applied before `data`, as in Revolt). */
     remove: z.array(FieldsServer),
@@ -63,7 +68,13 @@ export const serverEvents = {
   /** Role fields changed; `remove` cleared fields first. `rank` is never edited here. */
   RoleEdited: z.object({
     roleId: z.string(),
-    data: z.object({ name: z.string().optional(), colour: z.string().optional(), hoist: z.boolean().optional() }),
+    data: z.object({
+      name: z.string().optional(),
+      colour: z.string().optional(),
+      hoist: z.boolean().optional(),
+      /** The new icon (an `icons` upload, consumed by this edit). */
+      icon: FileObject.optional(),
+    }),
     remove: z.array(FieldsRole),
   }),
   /** A role's server-level override was replaced. */
@@ -84,6 +95,8 @@ export const serverEvents = {
     userId: z.string(),
     data: z.object({
       nickname: z.string().optional(),
+      /** The member's new avatar (an `avatars` upload, consumed by this edit). */
+      avatar: FileObject.optional(),
       roles: z.array(z.string()).optional(),
       timeout: z.string().optional(),
       can_publish: z.boolean().optional(),

@@ -4,6 +4,7 @@
  * (`server:<id>:bans`). Projections apply these same functions; decisions see a `ServerView`.
  */
 import type { DomainEvent } from '../events.ts';
+import type { FileObject } from '../shared.ts';
 import type { CategoryObject, MemberObject, RoleObject, ServerBanObject, SystemMessagesObject } from '../models.ts';
 
 /** The stored server: Revolt's Server (reference §8) plus the revision of `server-<id>` it reflects. */
@@ -20,6 +21,10 @@ export interface ServerState {
   roles: Record<string, RoleObject>;
   /** Permission value every member starts from. */
   default_permissions: number;
+  /** Server icon (an `icons` upload). */
+  icon?: FileObject;
+  /** Server banner (a `banners` upload). */
+  banner?: FileObject;
   nsfw?: true;
   analytics?: boolean;
   /** Revision of the `server-<id>` stream this state reflects (the expected revision of the next write). */
@@ -59,6 +64,8 @@ export function evolveServer(state: ServerState | null, e: DomainEvent, revision
         if (field === 'Description') delete s.description;
         if (field === 'Categories') delete s.categories;
         if (field === 'SystemMessages') delete s.system_messages;
+        if (field === 'Icon') delete s.icon;
+        if (field === 'Banner') delete s.banner;
       }
       const d = e.data.data;
       if (d.name !== undefined) s.name = d.name;
@@ -66,6 +73,8 @@ export function evolveServer(state: ServerState | null, e: DomainEvent, revision
       if (d.categories !== undefined) s.categories = d.categories;
       if (d.system_messages !== undefined) s.system_messages = d.system_messages;
       if (d.analytics !== undefined) s.analytics = d.analytics;
+      if (d.icon !== undefined) s.icon = d.icon;
+      if (d.banner !== undefined) s.banner = d.banner;
       return s;
     }
     case 'ServerDefaultPermissionsSet':
@@ -86,6 +95,8 @@ export function evolveServer(state: ServerState | null, e: DomainEvent, revision
       if (!cur) return s;
       const role: RoleObject = { ...cur };
       if (e.data.remove.includes('Colour')) delete role.colour;
+      if (e.data.remove.includes('Icon')) delete role.icon;
+      if (e.data.data.icon !== undefined) role.icon = e.data.data.icon;
       if (e.data.data.name !== undefined) role.name = e.data.data.name;
       if (e.data.data.colour !== undefined) role.colour = e.data.data.colour;
       if (e.data.data.hoist === true) role.hoist = true;
@@ -140,6 +151,7 @@ export function evolveMember(member: MemberObject | null, e: DomainEvent): Membe
       const m: MemberObject = { ...member };
       for (const field of e.data.remove) {
         if (field === 'Nickname') delete m.nickname;
+        if (field === 'Avatar') delete m.avatar;
         if (field === 'Roles') delete m.roles;
         if (field === 'Timeout') delete m.timeout;
         if (field === 'CanPublish') delete m.can_publish;
@@ -147,6 +159,7 @@ export function evolveMember(member: MemberObject | null, e: DomainEvent): Membe
       }
       const d = e.data.data;
       if (d.nickname !== undefined) m.nickname = d.nickname;
+      if (d.avatar !== undefined) m.avatar = d.avatar;
       if (d.roles !== undefined) {
         if (d.roles.length > 0) m.roles = d.roles;
         else delete m.roles;

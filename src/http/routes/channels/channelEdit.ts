@@ -1,7 +1,8 @@
-// PATCH /channels/:channel_id — {name?, description?, nsfw?, voice?, remove?} → Channel (ViewChannel, ManageChannel).
+// PATCH /channels/:channel_id — {name?, description?, icon?, nsfw?, voice?, remove?} → Channel (ViewChannel, ManageChannel).
 import { z } from 'zod';
 import { callerFromChannel } from '../../../access.ts';
 import { decideEditChannel } from '../../../domain/channel/editChannel.ts';
+import { FileClaims, fileLocks } from '../../../files.ts';
 import { Permission } from '../../../permissions/bits.ts';
 import { require as requirePermission } from '../../../permissions/calculate.ts';
 import { onChannel } from '../../command.ts';
@@ -9,10 +10,11 @@ import { defineRoute } from '../../route.ts';
 import { description1024, idString, name32, removeChannel, voiceSettings } from '../../schemas.ts';
 import { currentChannel } from './present.ts';
 
-// icon (an upload with the tag `icons`) arrives with the media feature.
 const Body = z.strictObject({
   name: name32.nullish(),
   description: description1024.nullish(),
+  /** An `icons` upload id (used once). */
+  icon: idString.nullish(),
   /** Group channels only: 400 InvalidOperation on a server channel. */
   owner: idString.nullish(),
   nsfw: z.boolean().nullish(),
@@ -31,21 +33,31 @@ export default defineRoute({
   async handler(rc) {
     const { body, deps } = rc;
     const channelId = rc.params.channel_id!;
-    await onChannel(rc, channelId, 'channel', (a) => {
-      requirePermission(a.permissions, Permission.ViewChannel);
-      return decideEditChannel(
-        {
-          name: body.name ?? undefined,
-          description: body.description ?? undefined,
-          nsfw: body.nsfw ?? undefined,
-          voice: body.voice ? { max_users: body.voice.max_users ?? undefined } : undefined,
-          owner: body.owner ?? undefined,
-          remove: body.remove ?? [],
-        },
-        a.channel,
-        { caller: callerFromChannel(a, rc.caller.userId), voiceEnabled: deps.config.voice.enabled },
-      );
-    });
+    await onChannel(
+      rc,
+      channelId,
+      'channel',
+      async (a) => {
+        requirePermission(a.permissions, Permission.ViewChannel);
+        const files = new FileClaims(deps, rc.caller.userId);
+        const icon = await files.use(body.icon, 'icons', { type: 'ChannelIcon', id: channelId });
+        const events = decideEditChannel(
+          {
+            name: body.name ?? undefined,
+            description: body.description ?? undefined,
+            icon,
+            nsfw: body.nsfw ?? undefined,
+            voice: body.voice ? { max_users: body.voice.max_users ?? undefined } : undefined,
+            owner: body.owner ?? undefined,
+            remove: body.remove ?? [],
+          },
+          a.channel,
+          { caller: callerFromChannel(a, rc.caller.userId), voiceEnabled: deps.config.voice.enabled },
+        );
+        return { events, also: files.writes };
+      },
+      { lock: fileLocks(body.icon) },
+    );
     return currentChannel(deps, channelId);
   },
 });

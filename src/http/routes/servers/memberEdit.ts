@@ -1,15 +1,17 @@
-// PATCH /servers/:server_id/members/:user_id — nickname, roles, timeout, can_publish, can_receive, remove → Member (Stoat's checks).
+// PATCH /servers/:server_id/members/:user_id — nickname, avatar, roles, timeout, can_publish, can_receive, remove → Member (Stoat's checks).
 import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
 import { callerFromServer, loadMember } from '../../../access.ts';
 import { decideEditMember } from '../../../domain/server/editMember.ts';
+import { FileClaims, fileLocks } from '../../../files.ts';
 import { onServer } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { idString, name32, removeMember } from '../../schemas.ts';
 
-// avatar (an upload with the tag `avatars`) arrives with the media feature.
 const Body = z.strictObject({
   nickname: name32.nullish(),
+  /** An `avatars` upload id (used once; only for oneself). */
+  avatar: idString.nullish(),
   roles: z.array(idString).max(1000).nullish(),
   timeout: z.iso.datetime({ offset: true }).nullish(),
   can_publish: z.boolean().nullish(),
@@ -29,23 +31,33 @@ export default defineRoute({
     const { body, deps, caller } = rc;
     const serverId = rc.params.server_id!;
     const userId = rc.params.user_id === '@me' ? caller.userId : rc.params.user_id!;
-    await onServer(rc, serverId, async (a) => {
-      const target = userId === caller.userId ? a.member : await loadMember(deps, serverId, userId);
-      return decideEditMember(
-        {
-          userId,
-          nickname: body.nickname ?? undefined,
-          roles: body.roles ?? undefined,
-          timeout: body.timeout ?? undefined,
-          can_publish: body.can_publish ?? undefined,
-          can_receive: body.can_receive ?? undefined,
-          voice_channel: body.voice_channel ?? undefined,
-          remove: body.remove ?? [],
-        },
-        { server: a.server, members: { [caller.userId]: a.member, ...(target ? { [userId]: target } : {}) }, bans: {} },
-        { caller: callerFromServer(a, caller.userId), now: deps.executor.now(), voiceEnabled: deps.config.voice.enabled },
-      );
-    });
+    await onServer(
+      rc,
+      serverId,
+      async (a) => {
+        const target = userId === caller.userId ? a.member : await loadMember(deps, serverId, userId);
+        // The upload is claimed first; a refused edit (another member's avatar …) appends nothing of it.
+        const files = new FileClaims(deps, caller.userId);
+        const avatar = await files.use(body.avatar, 'avatars', { type: 'MemberAvatar', id: `${serverId}:${userId}` });
+        const events = decideEditMember(
+          {
+            userId,
+            nickname: body.nickname ?? undefined,
+            avatar,
+            roles: body.roles ?? undefined,
+            timeout: body.timeout ?? undefined,
+            can_publish: body.can_publish ?? undefined,
+            can_receive: body.can_receive ?? undefined,
+            voice_channel: body.voice_channel ?? undefined,
+            remove: body.remove ?? [],
+          },
+          { server: a.server, members: { [caller.userId]: a.member, ...(target ? { [userId]: target } : {}) }, bans: {} },
+          { caller: callerFromServer(a, caller.userId), now: deps.executor.now(), voiceEnabled: deps.config.voice.enabled },
+        );
+        return { events, also: files.writes };
+      },
+      { lock: fileLocks(body.avatar) },
+    );
     const member = await loadMember(deps, serverId, userId);
     if (!member) throw new AppError({ type: 'NotFound' });
     return member;

@@ -1,16 +1,20 @@
-// PATCH /servers/:server_id — name, description, categories, system_messages, analytics, remove → the full Server.
+// PATCH /servers/:server_id — name, description, icon, banner, categories, system_messages, analytics, remove → the full Server.
 import { z } from 'zod';
 import { callerFromServer } from '../../../access.ts';
 import { decideEditServer } from '../../../domain/server/editServer.ts';
+import { FileClaims, fileLocks } from '../../../files.ts';
 import { onServer } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { defined, description1024, idString, name32, removeServer } from '../../schemas.ts';
 import { currentServer } from './present.ts';
 
-// icon and banner (uploads with the tags `icons` / `banners`) arrive with the media feature.
 const Body = z.strictObject({
   name: name32.nullish(),
   description: description1024.nullish(),
+  /** An `icons` upload id (used once). */
+  icon: idString.nullish(),
+  /** A `banners` upload id (used once). */
+  banner: idString.nullish(),
   categories: z.array(z.strictObject({ id: name32, title: name32, channels: z.array(idString) })).nullish(),
   system_messages: z
     .strictObject({
@@ -37,21 +41,33 @@ export default defineRoute({
   async handler(rc) {
     const { body, params, caller, deps } = rc;
     const serverId = params.server_id!;
-    await onServer(rc, serverId, (a) =>
-      decideEditServer(
-        {
-          name: body.name ?? undefined,
-          description: body.description ?? undefined,
-          categories: body.categories ?? undefined,
-          system_messages: body.system_messages ? defined(body.system_messages) : undefined,
-          analytics: body.analytics ?? undefined,
-          flags: body.flags ?? undefined,
-          discoverable: body.discoverable ?? undefined,
-          remove: body.remove ?? [],
-        },
-        { server: a.server, members: {}, bans: {} },
-        { caller: callerFromServer(a, caller.userId) },
-      ),
+    // The uploads are claimed inside the decision: appended with the edit, or not at all.
+    await onServer(
+      rc,
+      serverId,
+      async (a) => {
+        const files = new FileClaims(deps, caller.userId);
+        const icon = await files.use(body.icon, 'icons', { type: 'ServerIcon', id: serverId });
+        const banner = await files.use(body.banner, 'banners', { type: 'ServerBanner', id: serverId });
+        const events = decideEditServer(
+          {
+            name: body.name ?? undefined,
+            description: body.description ?? undefined,
+            icon,
+            banner,
+            categories: body.categories ?? undefined,
+            system_messages: body.system_messages ? defined(body.system_messages) : undefined,
+            analytics: body.analytics ?? undefined,
+            flags: body.flags ?? undefined,
+            discoverable: body.discoverable ?? undefined,
+            remove: body.remove ?? [],
+          },
+          { server: a.server, members: {}, bans: {} },
+          { caller: callerFromServer(a, caller.userId) },
+        );
+        return { events, also: files.writes };
+      },
+      { lock: fileLocks(body.icon, body.banner) },
     );
     return currentServer(deps, serverId);
   },

@@ -1,10 +1,9 @@
 // PATCH /users/:user_id (only @me or the caller's own id) — edits display name, avatar, status and profile → User.
 import { z } from 'zod';
-import type { Write } from '../../../commands.ts';
 import { AppError } from '../../../errors.ts';
 import type { EventDataOf } from '../../../domain/events.ts';
 import { Presence } from '../../../domain/shared.ts';
-import { claimFile, fileStream } from '../../../files.ts';
+import { FileClaims, fileLocks } from '../../../files.ts';
 import { codepoints } from '../../../text.ts';
 import { defineRoute } from '../../route.ts';
 import { loadAccount } from '../auth/accountLoad.ts';
@@ -31,17 +30,13 @@ export default defineRoute({
     if (params.user_id !== '@me' && params.user_id !== caller.userId) throw new AppError({ type: 'NotPrivileged' });
     const userId = caller.userId;
     const stream = `account-${userId}`;
-    const files = [body.avatar, body.profile?.background].filter((id): id is string => !!id);
-    await deps.executor.execute(meta, [stream, ...files.map(fileStream)], async () => {
+    await deps.executor.execute(meta, [stream, ...fileLocks(body.avatar, body.profile?.background)], async () => {
       const state = await loadAccount(deps, userId);
       const data: EventDataOf<'UserEdited'> = { remove: body.remove ?? [] };
-      const fileWrites: Write[] = [];
+      const files = new FileClaims(deps, userId);
       if (body.display_name != null) data.display_name = body.display_name;
-      if (body.avatar != null) {
-        const claim = await claimFile(deps, { fileId: body.avatar, tag: 'avatars', userId, usedFor: { type: 'UserAvatar', id: userId } });
-        data.avatar = claim.file;
-        fileWrites.push(claim.write);
-      }
+      const avatar = await files.use(body.avatar, 'avatars', { type: 'UserAvatar', id: userId });
+      if (avatar) data.avatar = avatar;
       if (body.status) {
         const s: { text?: string; presence?: z.infer<typeof Presence> } = {};
         if (body.status.text != null) s.text = body.status.text;
@@ -50,21 +45,13 @@ export default defineRoute({
       }
       const profile: NonNullable<EventDataOf<'UserEdited'>['profile']> = {};
       if (body.profile?.content != null) profile.content = body.profile.content;
-      if (body.profile?.background != null) {
-        const claim = await claimFile(deps, {
-          fileId: body.profile.background,
-          tag: 'backgrounds',
-          userId,
-          usedFor: { type: 'UserProfileBackground', id: userId },
-        });
-        profile.background = claim.file;
-        fileWrites.push(claim.write);
-      }
+      const background = await files.use(body.profile?.background, 'backgrounds', { type: 'UserProfileBackground', id: userId });
+      if (background) profile.background = background;
       if (Object.keys(profile).length > 0) data.profile = profile;
       const changed =
         data.remove.length > 0 || data.display_name !== undefined || data.avatar !== undefined || data.status !== undefined || data.profile !== undefined;
       return {
-        writes: changed ? [{ stream, scope: userId, expected: state.revision, events: [{ type: 'UserEdited', data }] }, ...fileWrites] : [],
+        writes: changed ? [{ stream, scope: userId, expected: state.revision, events: [{ type: 'UserEdited', data }] }, ...files.writes] : [],
         result: undefined,
       };
     });
