@@ -170,7 +170,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   let uploads: UploadQueues | undefined;
   let mediaUrl = config.mediaPublicUrl;
   if (config.roles.includes('media')) {
-    uploads = new UploadQueues({ config, log, store, readModels });
+    uploads = new UploadQueues({ config, log, store, readModels, blobs });
     await uploads.start();
     mediaServer = await listen(createMediaApp({ ...deps, blobs, uploads }), config.mediaPort, config.host);
     const port = (mediaServer.address() as { port: number }).port;

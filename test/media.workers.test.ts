@@ -1,15 +1,12 @@
-// Media workers as processes: a worker killed with SIGKILL mid-job loses the job to the next worker, several
-// worker processes share the queues, a job that misses the request's deadline answers 503 and its id is
-// never usable, and a job run twice (a retry) settles the file once.
+// Media workers as processes: a worker killed with SIGKILL mid-job loses the job to the next worker, and
+// several worker processes share the queues.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Job, Queue } from 'bullmq';
 import t from 'tap';
-import { fileStream, loadFile } from '../src/files.ts';
-import { newId } from '../src/ids.ts';
-import { bullConnection, bullPrefix, queueName, type UploadJob } from '../workers/media/jobs.ts';
-import { runUploadJob } from '../workers/media/worker.ts';
+import { fileStream } from '../src/files.ts';
+import { bullConnection, bullPrefix, queueName } from '../workers/media/jobs.ts';
 import type { Tag } from '../workers/media/policy.ts';
 import { signup } from './helpers/http.ts';
 import { get, jpeg, png, upload } from './helpers/media.ts';
@@ -111,61 +108,5 @@ t.test('worker processes', async (t) => {
     const by = new Set<string | undefined>();
     for (const r of results) by.add((await Job.fromId(attachments, r.body.id))?.processedBy);
     t.ok(by.size >= 2, `processed by ${[...by].join(', ')}`);
-  });
-});
-
-t.test('a job that misses the deadline: 503, and the id is never usable', async (t) => {
-  const s = await startTestService(t, { RATE_LIMITS: 'off', UPLOAD_DEADLINE_MS: '300', MEDIA_TEST_DELAY_MS: '1500' });
-  const alice = await signup(s);
-  const queue = queueOf(s, 'avatars');
-  t.teardown(() => queue.close());
-  const r = await upload(s, alice.token, 'avatars', await png(64, 64), { filename: 'late.png' });
-  t.equal(r.status, 503);
-  t.equal(r.body.type, 'InternalError');
-  const abandoned = await until('the abandonment event', async () => {
-    for await (const e of s.store.readAll()) if (e.type === 'FileUploadAbandoned') return e;
-    return undefined;
-  });
-  const fileId = (abandoned.data as { fileId: string }).fileId;
-  t.match(abandoned.data, { uploaderId: alice.userId, tag: 'avatars' });
-  // The worker finishes later, meets the abandonment and discards what it made.
-  const job = await until('the job to finish', async () => ((await queue.getJobState(fileId)) === 'completed' ? Job.fromId(queue, fileId) : undefined));
-  t.same(job?.returnvalue, { status: 'abandoned' });
-  t.same((await s.store.readStream(fileStream(fileId))).map((e) => e.type), ['FileUploadAbandoned']);
-  t.equal(await loadFile(s.deps, fileId), null);
-  const use = await alice.api.patch('/users/@me', { avatar: fileId });
-  t.equal(use.status, 404);
-  t.equal(use.body.type, 'NotFound');
-  t.equal((await get(`${s.mediaUrl}/avatars/${fileId}`)).status, 404);
-  t.notOk(fs.existsSync(s.blobs.originalPath(fileId)), 'no processed blob');
-  t.notOk(fs.existsSync(s.blobs.incomingPath(fileId)), 'no upload blob');
-});
-
-t.test('settling an upload is idempotent', async (t) => {
-  const s = await startTestService(t, { RATE_LIMITS: 'off' });
-  const alice = await signup(s);
-  const deps = { config: s.config, log: s.log, store: s.store, blobs: s.blobs };
-
-  t.test('a deadline that loses to the worker answers the id', async (t) => {
-    const r = await upload(s, alice.token, 'avatars', await png(30, 30), { filename: 'won.png' });
-    const job: UploadJob = { fileId: r.body.id, tag: 'avatars', filename: 'won.png', uploaderId: alice.userId, requestId: 'late' };
-    const outcome = await s.uploads!.abandon(job);
-    t.match(outcome, { status: 'uploaded', position: /^\d+$/ });
-    t.same((await s.store.readStream(fileStream(job.fileId))).map((e) => e.type), ['FileUploaded']);
-    t.equal((await alice.api.patch('/users/@me', { avatar: job.fileId })).status, 200, 'the id stays usable');
-  });
-
-  t.test('a job run again (a retry) or twice at once settles the file once', async (t) => {
-    const fileId = newId();
-    fs.writeFileSync(s.blobs.incomingPath(fileId), await png(40, 40));
-    const job: UploadJob = { fileId, tag: 'emojis', filename: 'twice.png', uploaderId: alice.userId, requestId: 'retry' };
-    const [a, b] = await Promise.all([runUploadJob(deps, job), runUploadJob(deps, job)]);
-    t.equal(a.status, 'uploaded');
-    t.same(a, b, 'both runs report the same event');
-    const again = await runUploadJob(deps, job);
-    t.same(again, a, 'a later retry does no work and reports it too');
-    t.same((await s.store.readStream(fileStream(fileId))).map((e) => e.type), ['FileUploaded']);
-    t.notOk(fs.existsSync(s.blobs.incomingPath(fileId)));
-    t.ok(fs.existsSync(s.blobs.originalPath(fileId)));
   });
 });

@@ -9,6 +9,7 @@
  *   conflicts, the worker's `FileUploaded` landed first and the request answers the id after all;
  *   otherwise 503 and the id (which the client never received) can never be used: the worker's later
  *   append conflicts and it discards its blobs.
+ * - The client went away before the answer → abandoned the same way: nobody will ever learn that id.
  */
 import { Queue, QueueEvents } from 'bullmq';
 import type { Config } from '../config.ts';
@@ -18,6 +19,7 @@ import { AppError, unavailable } from '../errors.ts';
 import { WrongExpectedRevisionError, type EventStore } from '../eventstore/port.ts';
 import type { Logger } from '../log.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
+import type { BlobStore } from './blobs.ts';
 import { bullConnection, bullPrefix, decodeRejection, JOB_NAME, queueName, settledOutcome, type UploadJob, type UploadOutcome } from '../../workers/media/jobs.ts';
 import { TAGS, type Tag } from '../../workers/media/policy.ts';
 
@@ -27,9 +29,12 @@ export interface UploadQueuesOptions {
   log: Logger;
   store: EventStore;
   readModels: ReadModels;
+  /** Where the received upload waits for its job. */
+  blobs: BlobStore;
 }
 
 const DEADLINE = Symbol('deadline');
+const GONE = Symbol('client gone');
 
 /** Producer side of the media queues, one queue and one event listener per tag. */
 export class UploadQueues {
@@ -54,29 +59,43 @@ export class UploadQueues {
   }
 
   /**
-   * Processes one received upload; resolves once the file is stored and projected (its id usable by the
-   * uploader). Throws the pipeline's 4xx, 503 on a missed deadline, 500 when the job failed for good.
+   * Processes one received upload (its blob in `incoming/`); resolves once the file is stored and projected
+   * (its id usable by the uploader). Throws the pipeline's 4xx, 503 on a missed deadline, 500 when the job
+   * failed for good. `clientGone` aborts when the client will never read the answer.
    */
-  async process(job: UploadJob): Promise<void> {
+  async process(job: UploadJob, clientGone?: AbortSignal): Promise<void> {
     const queue = this.queues.get(job.tag)!;
     const events = this.events.get(job.tag)!;
     const deadlineMs = this.o.config.uploadDeadlineMs;
-    const added = await queue.add(JOB_NAME, job, {
-      jobId: job.fileId,
-      attempts: 3,
-      backoff: { type: 'exponential', delay: 250 },
-      // Kept a while: a waiter that subscribes after the job finished still reads its state.
-      removeOnComplete: { age: 3600, count: 10_000 },
-      removeOnFail: { age: 24 * 3600, count: 10_000 },
-    });
+    let added;
+    try {
+      added = await queue.add(JOB_NAME, job, {
+        jobId: job.fileId,
+        attempts: 3,
+        backoff: { type: 'exponential', delay: 250 },
+        // Kept a while: a waiter that subscribes after the job finished still reads its state.
+        removeOnComplete: { age: 3600, count: 10_000 },
+        removeOnFail: { age: 24 * 3600, count: 10_000 },
+      });
+    } catch (err) {
+      // Not queued: nothing will ever pick the blob up.
+      await this.o.blobs.removeIncoming(job.fileId).catch(() => {});
+      throw err;
+    }
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<typeof DEADLINE>((resolve) => (timer = setTimeout(() => resolve(DEADLINE), deadlineMs)));
+    let onGone: (() => void) | undefined;
+    const gone = new Promise<typeof GONE>((resolve) => {
+      onGone = () => resolve(GONE);
+      if (clientGone?.aborted) onGone();
+      else clientGone?.addEventListener('abort', onGone, { once: true });
+    });
     // The listener outlives the deadline by a little so it is always cleaned up by BullMQ itself.
     const finished = added.waitUntilFinished(events, deadlineMs + 5_000) as Promise<UploadOutcome>;
     finished.catch(() => {});
-    let outcome: UploadOutcome | typeof DEADLINE;
+    let outcome: UploadOutcome | typeof DEADLINE | typeof GONE;
     try {
-      outcome = await Promise.race([finished, deadline]);
+      outcome = await Promise.race([finished, deadline, gone]);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       const rejection = decodeRejection(reason);
@@ -85,19 +104,20 @@ export class UploadQueues {
       throw new AppError({ type: 'InternalError' });
     } finally {
       clearTimeout(timer);
+      if (onGone) clientGone?.removeEventListener('abort', onGone);
     }
-    if (outcome === DEADLINE) outcome = await this.abandon(job);
+    if (outcome === DEADLINE || outcome === GONE) outcome = await this.abandon(job, outcome === GONE ? 'the client went away' : 'its deadline');
     if (outcome.status === 'abandoned') throw unavailable();
     await this.o.readModels.waitFor(job.uploaderId, BigInt(outcome.position));
   }
 
   /** Abandons an upload unless its `FileUploaded` is already in the log; returns what decided it. */
-  async abandon(job: UploadJob): Promise<UploadOutcome> {
+  async abandon(job: UploadJob, why = 'its deadline'): Promise<UploadOutcome> {
     const metadata = { actor: job.uploaderId, requestId: job.requestId, at: new Date().toISOString(), scope: job.uploaderId };
     const event = toNewEvent({ type: 'FileUploadAbandoned', data: { fileId: job.fileId, uploaderId: job.uploaderId, tag: job.tag } }, metadata);
     try {
       await this.o.store.append(fileStream(job.fileId), [event], 'no_stream');
-      this.o.log.warn({ fileId: job.fileId, tag: job.tag }, 'upload abandoned at its deadline');
+      this.o.log.warn({ fileId: job.fileId, tag: job.tag, why }, 'upload abandoned');
       return { status: 'abandoned' };
     } catch (err) {
       if (!(err instanceof WrongExpectedRevisionError)) throw err;

@@ -152,13 +152,20 @@ function uploadRoute(tag: Tag, deps: MediaDeps): MediaRoute {
       const file = await receive(ctx);
       if (!file) throw new AppError({ type: 'FailedValidation', error: 'no file in field "file"' });
       const fileId = file.filename;
-      await deps.uploads.process({
-        fileId,
-        tag,
-        filename: cleanFilename(file.originalname),
-        uploaderId: caller!.userId,
-        requestId: ctx.state.requestId as string,
-      });
+      // A client that leaves before the answer never learns the id: it is abandoned like a missed deadline.
+      const gone = new AbortController();
+      const onClose = () => {
+        if (!ctx.res.writableEnded) gone.abort();
+      };
+      ctx.res.once('close', onClose);
+      try {
+        await deps.uploads.process(
+          { fileId, tag, filename: cleanFilename(file.originalname), uploaderId: caller!.userId, requestId: ctx.state.requestId as string },
+          gone.signal,
+        );
+      } finally {
+        ctx.res.off('close', onClose);
+      }
       ctx.body = { id: fileId };
     },
   };
