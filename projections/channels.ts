@@ -1,12 +1,14 @@
 /**
  * Server channels: `channel:<id>` (Stoat's TextChannel plus the `channel-<id>` revision). Created and
  * removed by server-stream events (`ServerCreated`, `ChannelCreated`, `ChannelDeleted`, `ServerDeleted`),
- * changed by every event of `channel-<id>` (so it handles every event type), and cleaned of a deleted
- * role's overrides. Emits ChannelCreate / ChannelUpdate / ChannelDelete (reference §9).
+ * changed by every event of `channel-<id>` (so it handles every event type), cleaned of a deleted role's
+ * overrides, and given `last_message_id` by each message sent (no client event: clients take it from
+ * the Message event). Emits ChannelCreate / ChannelUpdate / ChannelDelete (reference §9).
  */
 import { evolveChannel, newChannelState, presentChannel, withoutRole, type ChannelState } from '../src/domain/channel/state.ts';
 import type { ServerState } from '../src/domain/server/state.ts';
 import { rm } from '../src/readmodel/keys.ts';
+import { MESSAGE_STREAM } from '../src/domain/message/events.ts';
 import { SERVER_STREAM } from './servers.ts';
 import type { Projection } from './types.ts';
 
@@ -39,6 +41,12 @@ export const channelsProjection: Projection = {
         default:
           break;
       }
+      return;
+    }
+    if (e.type === 'MessageSent' && e.stream.startsWith(MESSAGE_STREAM)) {
+      const channelId = e.data.message.channel;
+      const channel = await tx.getJson<ChannelState>(rm.channel(channelId));
+      if (channel) tx.setJson(rm.channel(channelId), { ...channel, last_message_id: e.data.message._id });
       return;
     }
     if (!e.stream.startsWith(SERVER_STREAM)) return;

@@ -5,8 +5,18 @@
 import { accountsProjection } from './accounts.ts';
 import { auditProjection } from './audit.ts';
 import { channelsProjection } from './channels.ts';
+import { emojisProjection } from './emojis.ts';
 import { filesProjection } from './files.ts';
+import { messagesProjection } from './messages.ts';
 import { serversProjection } from './servers.ts';
 import type { Projection } from './types.ts';
 
-export const PROJECTIONS: readonly Projection[] = [auditProjection, accountsProjection, serversProjection, channelsProjection, filesProjection];
+export const PROJECTIONS: readonly Projection[] = [
+  auditProjection,
+  accountsProjection,
+  serversProjection,
+  channelsProjection,
+  filesProjection,
+  emojisProjection,
+  messagesProjection,
+];

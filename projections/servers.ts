@@ -8,7 +8,7 @@ import { channelPermissionsOf } from '../src/domain/server/permissions.ts';
 import { evolveMember, evolveServer, presentServer, type ServerState } from '../src/domain/server/state.ts';
 import type { ChannelState } from '../src/domain/channel/state.ts';
 import { presentChannel } from '../src/domain/channel/state.ts';
-import type { InviteObject, MemberObject } from '../src/domain/models.ts';
+import type { EmojiObject, InviteObject, MemberObject } from '../src/domain/models.ts';
 import type { StoredEvent } from '../src/domain/events.ts';
 import { Permission } from '../src/permissions/bits.ts';
 import { has } from '../src/permissions/calculate.ts';
@@ -63,8 +63,9 @@ async function applyMemberEvent(tx: ProjectionTx, e: StoredEvent, server: Server
       tx.emit(route, { type: 'ServerMemberJoin', id: serverId, user: userId, member });
       // A just-joined member has no roles and no timeout, so the event's own time is as good as any clock.
       const channels = await visibleChannels(tx, server, userId, member, Date.parse(e.metadata.at));
-      // Emoji and voice states belong to the emoji and voice features, which fill these in.
-      tx.emit({ kind: 'user', userId }, { type: 'ServerCreate', id: serverId, server: presentServer(server), channels, emojis: [], voice_states: [] });
+      const emojis = [...(await tx.hgetallJson<EmojiObject>(rm.serverEmojis(serverId))).values()].sort((a, b) => (a._id < b._id ? -1 : 1));
+      // Voice states belong to the voice feature, which fills them in.
+      tx.emit({ kind: 'user', userId }, { type: 'ServerCreate', id: serverId, server: presentServer(server), channels, emojis, voice_states: [] });
       return;
     }
     case 'MemberEdited': {

@@ -99,7 +99,8 @@ export class BatchTx implements ProjectionTx {
     this.values.set(full, DELETED);
     this.hashes.set(full, { wiped: true, fields: new Map() });
     this.sets.set(full, { wiped: true, added: new Set(), removed: new Set() });
-    this.ops.push(['del', full]);
+    // UNLINK: the same as DEL for readers, but a large hash (a channel's messages) is freed off the main thread.
+    this.ops.push(['unlink', full]);
   }
 
   private hash(full: string): HashOverlay {

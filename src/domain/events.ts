@@ -8,6 +8,7 @@ import type { EventMetadata, NewEvent, RecordedEvent } from '../eventstore/port.
 import { newEventId } from '../ids.ts';
 import { accountEvents } from './account/events.ts';
 import { channelEvents } from './channel/events.ts';
+import { messageEvents } from './message/events.ts';
 import { serverEvents } from './server/events.ts';
 import { fileEvents } from './file/events.ts';
 
@@ -17,6 +18,7 @@ export const EVENT_SCHEMAS = {
   ...serverEvents,
   ...channelEvents,
   ...fileEvents,
+  ...messageEvents,
 } as const satisfies Record<string, z.ZodType>;
 
 /** Name of every event type. */

@@ -140,3 +140,21 @@ export const FieldsMember = z.enum(['Nickname', 'Avatar', 'Roles', 'Timeout', 'C
 
 /** Why a member left (ServerMemberLeave `reason`). */
 export const LeaveReason = z.enum(['Leave', 'Kick', 'Ban']);
+
+/** What owns a custom emoji: a server (Revolt also has `Detached`, which cannot be created). */
+export const EmojiParent = z.object({ type: z.literal('Server'), id: z.string() });
+
+/** A custom emoji (reference §8); its `_id` is the id of its `emojis` upload. */
+export const EmojiObject = z.object({
+  _id: z.string(),
+  parent: EmojiParent,
+  /** User id of whoever created it. */
+  creator_id: z.string(),
+  name: z.string(),
+  /** Omitted when false (a GIF upload is animated). */
+  animated: z.literal(true).optional(),
+  /** Omitted when false. */
+  nsfw: z.literal(true).optional(),
+});
+/** A stored custom emoji. */
+export type EmojiObject = z.infer<typeof EmojiObject>;

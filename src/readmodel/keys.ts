@@ -81,4 +81,17 @@ export const rm = {
     `audit:${serverId}${filter.user !== undefined ? `:user:${filter.user}` : ''}${filter.action !== undefined ? `:action:${filter.action}` : ''}`,
   /** Set of the filtered index keys (logical) a server's audit log has, to drop them with it (projection `audit`). */
   auditIndexes: (serverId: string) => `audit:${serverId}:indexes`,
+
+  /**
+   * Sorted set of the channel's message ids, all with score 0, so ZRANGEBYLEX pages through them in ULID
+   * (= time) order at O(log n + page) (projection `messages`).
+   */
+  channelMessageIds: (channelId: string) => `channel:${channelId}:message_ids`,
+  /** Hash message id → MessageState JSON of the channel's messages (projection `messages`). */
+  channelMessages: (channelId: string) => `channel:${channelId}:messages`,
+
+  /** Emoji JSON by id (projection `emojis`; written by the partition of the emoji's server). */
+  emoji: (emojiId: string) => `emoji:${emojiId}`,
+  /** Hash emoji id → Emoji JSON of a server's custom emoji (projection `emojis`). */
+  serverEmojis: (serverId: string) => `server:${serverId}:emojis`,
 };

@@ -1,13 +1,14 @@
 /**
  * Events of the server aggregate: stream `server-<serverId>`, scope = the server id. The stream holds the
  * server itself, the existence of its channels (so the channel limit holds by expected revision), its
- * categories, roles, members, bans and invites. Channel settings live in `channel-<id>`
+ * categories, roles, members, bans, invites and custom emoji (so the emoji limit holds the same way). Channel settings live in `channel-<id>`
  * (`../channel/events.ts`).
  */
 import { z } from 'zod';
 import { FileObject } from '../shared.ts';
 import {
   CategoryObject,
+  EmojiObject,
   FieldsMember,
   FieldsRole,
   FieldsServer,
@@ -120,4 +121,9 @@ export const serverEvents = {
   InviteCreated: z.object({ invite: InviteObject }),
   /** An invite was deleted. */
   InviteDeleted: z.object({ code: z.string() }),
+
+  /** A custom emoji was added to the server (at most 100 per server, held by this stream's revision). */
+  EmojiCreated: z.object({ emoji: EmojiObject }),
+  /** A custom emoji was deleted. */
+  EmojiDeleted: z.object({ emojiId: z.string() }),
 };

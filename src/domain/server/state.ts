@@ -27,6 +27,8 @@ export interface ServerState {
   banner?: FileObject;
   nsfw?: true;
   analytics?: boolean;
+  /** Ids of the server's custom emoji, oldest first; omitted when none (not part of Revolt's Server). */
+  emojis?: string[];
   /** Revision of the `server-<id>` stream this state reflects (the expected revision of the next write). */
   revision: number;
 }
@@ -112,6 +114,15 @@ export function evolveServer(state: ServerState | null, e: DomainEvent, revision
     case 'RoleDeleted': {
       const { [e.data.roleId]: _gone, ...rest } = s.roles;
       s.roles = rest;
+      return s;
+    }
+    case 'EmojiCreated':
+      s.emojis = [...(s.emojis ?? []), e.data.emoji._id];
+      return s;
+    case 'EmojiDeleted': {
+      const emojis = (s.emojis ?? []).filter((id) => id !== e.data.emojiId);
+      if (emojis.length > 0) s.emojis = emojis;
+      else delete s.emojis;
       return s;
     }
     case 'RoleRanksSet': {
@@ -224,8 +235,8 @@ export function evolveView(view: ServerView | null, e: DomainEvent, revision: nu
   return { server, members, bans };
 }
 
-/** Revolt's Server JSON from the stored state (no revision; `roles` omitted when empty). */
+/** Revolt's Server JSON from the stored state (no revision or emoji ids; `roles` omitted when empty). */
 export function presentServer(s: ServerState): Record<string, unknown> {
-  const { revision: _revision, roles, ...rest } = s;
+  const { revision: _revision, emojis: _emojis, roles, ...rest } = s;
   return Object.keys(roles).length > 0 ? { ...rest, roles } : rest;
 }

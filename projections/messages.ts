@@ -1,0 +1,81 @@
+/**
+ * Messages from the `message-<id>` streams: per channel, the sorted set `channel:<id>:message_ids` (every
+ * member scored 0, so ZRANGEBYLEX pages in ULID order at O(log n + page)) and the hash `channel:<id>:messages`
+ * (MessageState JSON with the stream revision, so it handles every event of the stream). A channel's or
+ * server's deletion removes its messages. Emits the message client events of reference §9 on the channel
+ * route.
+ */
+import type { StoredEvent } from '../src/domain/events.ts';
+import { MESSAGE_STREAM, messageEvents } from '../src/domain/message/events.ts';
+import { evolveMessage, presentMessage, type MessageState } from '../src/domain/message/state.ts';
+import type { ChannelState } from '../src/domain/channel/state.ts';
+import { rm } from '../src/readmodel/keys.ts';
+import type { Projection, ProjectionTx } from './types.ts';
+
+/** Removes every message of a channel. */
+function deleteChannelMessages(tx: ProjectionTx, channelId: string): void {
+  tx.del(rm.channelMessageIds(channelId));
+  tx.del(rm.channelMessages(channelId));
+}
+
+async function applyMessageEvent(e: StoredEvent, tx: ProjectionTx): Promise<void> {
+  const messageId = e.stream.slice(MESSAGE_STREAM.length);
+  const channelId = e.type === 'MessageSent' ? e.data.message.channel : (e.data as { channel: string }).channel;
+  const channel = await tx.getJson<ChannelState>(rm.channel(channelId));
+  // A message sent while its channel was being deleted lands after the deletion: nothing to keep.
+  if (!channel) return;
+  const route = { kind: 'channel', serverId: channel.server, channelId } as const;
+  // A new message has no earlier state, so there is nothing to read.
+  const before = e.type === 'MessageSent' ? null : await tx.hgetJson<MessageState>(rm.channelMessages(channelId), messageId);
+  if (e.type !== 'MessageSent' && !before) return;
+  const after = evolveMessage(before, e, e.revision);
+  if (!after) {
+    tx.hdel(rm.channelMessages(channelId), messageId);
+    tx.zrem(rm.channelMessageIds(channelId), messageId);
+  } else {
+    tx.hsetJson(rm.channelMessages(channelId), messageId, after);
+  }
+  switch (e.type) {
+    case 'MessageSent':
+      tx.zadd(rm.channelMessageIds(channelId), 0, messageId);
+      tx.emit(route, { type: 'Message', ...presentMessage(after!) });
+      return;
+    case 'MessageEdited':
+      tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: { ...e.data.data, edited: e.data.edited }, clear: [] });
+      return;
+    case 'MessageReacted':
+      tx.emit(route, { type: 'MessageReact', id: messageId, channel_id: channelId, user_id: e.data.userId, emoji_id: e.data.emoji });
+      return;
+    case 'MessageUnreacted':
+      tx.emit(route, { type: 'MessageUnreact', id: messageId, channel_id: channelId, user_id: e.data.userId, emoji_id: e.data.emoji });
+      return;
+    case 'MessageReactionRemoved':
+      tx.emit(route, { type: 'MessageRemoveReaction', id: messageId, channel_id: channelId, emoji_id: e.data.emoji });
+      return;
+    case 'MessageReactionsCleared':
+      tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: { reactions: {} }, clear: [] });
+      return;
+    case 'MessagePinned':
+      tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: { pinned: true }, clear: [] });
+      return;
+    case 'MessageUnpinned':
+      tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: {}, clear: ['Pinned'] });
+      return;
+    case 'MessageDeleted':
+      if (e.data.bulkIds) tx.emit(route, { type: 'BulkMessageDelete', channel: channelId, ids: e.data.bulkIds });
+      else if (!e.data.inBulk) tx.emit(route, { type: 'MessageDelete', id: messageId, channel: channelId });
+      return;
+    default:
+      return;
+  }
+}
+
+export const messagesProjection: Projection = {
+  name: 'messages',
+  handles: [...Object.keys(messageEvents), 'ChannelDeleted', 'ServerDeleted'],
+  async apply(e, tx) {
+    if (e.stream.startsWith(MESSAGE_STREAM)) return applyMessageEvent(e, tx);
+    if (e.type === 'ChannelDeleted') deleteChannelMessages(tx, e.data.channelId);
+    if (e.type === 'ServerDeleted') for (const id of e.data.channels) deleteChannelMessages(tx, id);
+  },
+};

@@ -1,0 +1,59 @@
+/** EditMessage: PATCH /channels/:id/messages/:mid (reference §3.7; DESIGN §4 "lengths", "content + embeds ceiling"). */
+import { AppError } from '../../errors.ts';
+import { Permission } from '../../permissions/bits.ts';
+import { requireAll, require as requirePermission } from '../../permissions/calculate.ts';
+import type { DomainEvent } from '../events.ts';
+import type { FileObject } from '../shared.ts';
+import { MESSAGE_LIMITS, bodyLength, toTextEmbed, type SendableEmbed } from './sendMessage.ts';
+import type { MessageState } from './state.ts';
+
+/** Input of EditMessage: the new content and/or embeds (absent = unchanged). */
+export interface EditMessage {
+  content?: string | undefined;
+  embeds?: SendableEmbed[] | undefined;
+}
+
+/** Context of EditMessage. */
+export interface EditMessageContext {
+  userId: string;
+  /** The caller's channel permission value. */
+  permissions: bigint;
+  /** ISO time of the edit. */
+  now: string;
+  /** Claimed embed media by id. */
+  files: Readonly<Record<string, FileObject>>;
+}
+
+/** The embed media ids an edit claims. */
+export function editFileIds(cmd: EditMessage): string[] {
+  return (cmd.embeds ?? []).flatMap((e) => (e.media === undefined ? [] : [e.media]));
+}
+
+/**
+ * ViewChannel and SendMessage; only the author edits (403 CannotEditMessage); SendEmbeds for embeds,
+ * UploadFiles for embed media; at most 5 embeds; the edited message must fit the body ceiling (422
+ * PayloadTooLarge). An edit that changes nothing appends nothing.
+ */
+export function decideEditMessage(cmd: EditMessage, message: MessageState, ctx: EditMessageContext): DomainEvent[] {
+  requireAll(ctx.permissions, Permission.ViewChannel, Permission.SendMessage);
+  if (message.author !== ctx.userId) throw new AppError({ type: 'CannotEditMessage' });
+  if (cmd.content === undefined && cmd.embeds === undefined) return [];
+  if (cmd.embeds !== undefined && cmd.embeds.length > 0) requirePermission(ctx.permissions, Permission.SendEmbeds);
+  if (editFileIds(cmd).length > 0) requirePermission(ctx.permissions, Permission.UploadFiles);
+  if (cmd.embeds !== undefined && cmd.embeds.length > MESSAGE_LIMITS.embeds) throw new AppError({ type: 'TooManyEmbeds', max: MESSAGE_LIMITS.embeds });
+  const content = cmd.content ?? message.content;
+  const embeds = cmd.embeds ?? message.embeds ?? [];
+  if (bodyLength(content, embeds) > MESSAGE_LIMITS.bodyCeiling) throw new AppError({ type: 'PayloadTooLarge' });
+  const data: { content?: string; embeds?: ReturnType<typeof toTextEmbed>[] } = {};
+  if (cmd.content !== undefined) data.content = cmd.content;
+  if (cmd.embeds !== undefined) {
+    data.embeds = cmd.embeds.map((e) =>
+      toTextEmbed(e, (id) => {
+        const f = ctx.files[id];
+        if (!f) throw new AppError({ type: 'NotFound' });
+        return f;
+      }),
+    );
+  }
+  return [{ type: 'MessageEdited', data: { channel: message.channel, data, edited: ctx.now } }];
+}

@@ -1,0 +1,127 @@
+/**
+ * Events of the message aggregate: one stream `message-<messageId>` per message (sent, edited, reacted,
+ * pinned, deleted), scope = the server id of its channel. Every event names the channel, so the messages
+ * projection never has to look a message up to know where it lives. Shapes are Revolt's v0 Message
+ * (reference §8); a stored message is exactly what clients get, minus the stream revision.
+ */
+import { z } from 'zod';
+import { FileObject } from '../shared.ts';
+
+/** Author id of system messages (Revolt's `SystemMessage::into_message`). */
+export const SYSTEM_AUTHOR = '00000000000000000000000000';
+
+/** A message's masquerade: display name, avatar URL and colour overrides. */
+export const MasqueradeObject = z.object({
+  name: z.string().optional(),
+  /** URL of an `avatars` upload on this service's media server (DESIGN §4 "masquerade"). */
+  avatar: z.string().optional(),
+  /** `#rgb` or `#rrggbb`. */
+  colour: z.string().optional(),
+});
+/** A stored masquerade. */
+export type MasqueradeObject = z.infer<typeof MasqueradeObject>;
+
+/** A text embed as stored and served (Revolt's `Embed::Text`); `media` is the claimed File. */
+export const TextEmbedObject = z.object({
+  type: z.literal('Text'),
+  icon_url: z.string().optional(),
+  url: z.string().optional(),
+  title: z.string().optional(),
+  description: z.string().optional(),
+  media: FileObject.optional(),
+  colour: z.string().optional(),
+});
+/** A stored text embed. */
+export type TextEmbedObject = z.infer<typeof TextEmbedObject>;
+
+/** How a message may be interacted with (Revolt's `Interactions`); omitted when default. */
+export const InteractionsObject = z.object({
+  /** Reactions that always appear (and, with `restrict_reactions`, the only ones allowed). */
+  reactions: z.array(z.string()).optional(),
+  /** Omitted when false. */
+  restrict_reactions: z.literal(true).optional(),
+});
+/** Stored interactions. */
+export type InteractionsObject = z.infer<typeof InteractionsObject>;
+
+/** A system message (Revolt's `SystemMessage`, tagged by `type`). */
+export const SystemMessageObject = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text'), content: z.string() }),
+  z.object({ type: z.literal('user_added'), id: z.string(), by: z.string() }),
+  z.object({ type: z.literal('user_remove'), id: z.string(), by: z.string() }),
+  z.object({ type: z.literal('user_joined'), id: z.string() }),
+  z.object({ type: z.literal('user_left'), id: z.string() }),
+  z.object({ type: z.literal('user_kicked'), id: z.string() }),
+  z.object({ type: z.literal('user_banned'), id: z.string() }),
+  z.object({ type: z.literal('channel_renamed'), name: z.string(), by: z.string() }),
+  z.object({ type: z.literal('channel_description_changed'), by: z.string() }),
+  z.object({ type: z.literal('channel_icon_changed'), by: z.string() }),
+  z.object({ type: z.literal('message_pinned'), id: z.string(), by: z.string() }),
+  z.object({ type: z.literal('message_unpinned'), id: z.string(), by: z.string() }),
+]);
+/** A stored system message body. */
+export type SystemMessageObject = z.infer<typeof SystemMessageObject>;
+
+/** A message as sent (Revolt's Message without `user`, `member`, `edited`, `reactions`, `pinned`). */
+export const MessageObject = z.object({
+  _id: z.string(),
+  /** The idempotency key or body nonce it was sent with (a fresh ULID without either); absent on system messages. */
+  nonce: z.string().optional(),
+  channel: z.string(),
+  /** User id of the sender; `SYSTEM_AUTHOR` for system messages. */
+  author: z.string(),
+  content: z.string().optional(),
+  system: SystemMessageObject.optional(),
+  /** The claimed `attachments` uploads, as File objects. */
+  attachments: z.array(FileObject).optional(),
+  embeds: z.array(TextEmbedObject).optional(),
+  /** Users mentioned (who can view the channel), in order of first mention. */
+  mentions: z.array(z.string()).optional(),
+  /** Roles mentioned (of the server). */
+  role_mentions: z.array(z.string()).optional(),
+  /** Ids of the messages replied to. */
+  replies: z.array(z.string()).optional(),
+  interactions: InteractionsObject.optional(),
+  masquerade: MasqueradeObject.optional(),
+  /** Message flags (Revolt: 2 SuppressNotifications, 4 MentionsEveryone, 8 MentionsOnline); omitted when 0. */
+  flags: z.number().int().positive().optional(),
+});
+/** A sent message. */
+export type MessageObject = z.infer<typeof MessageObject>;
+
+export const messageEvents = {
+  /** A message was posted (by a user, or a system message such as `message_pinned`). */
+  MessageSent: z.object({ message: MessageObject }),
+  /** The author edited the message: the fields in `data` replace the old ones; `edited` is the ISO time. */
+  MessageEdited: z.object({
+    channel: z.string(),
+    data: z.object({ content: z.string().optional(), embeds: z.array(TextEmbedObject).optional() }),
+    edited: z.string(),
+  }),
+  /** A user reacted with an emoji (a unicode emoji or a custom emoji id). */
+  MessageReacted: z.object({ channel: z.string(), userId: z.string(), emoji: z.string() }),
+  /** A user's reaction was removed (by the user, or by a moderator with `user_id`). */
+  MessageUnreacted: z.object({ channel: z.string(), userId: z.string(), emoji: z.string() }),
+  /** Every user's reaction with one emoji was removed (`remove_all=true`). */
+  MessageReactionRemoved: z.object({ channel: z.string(), emoji: z.string() }),
+  /** Every reaction was removed (`DELETE …/reactions`). */
+  MessageReactionsCleared: z.object({ channel: z.string() }),
+  /** The message was pinned by `by`. */
+  MessagePinned: z.object({ channel: z.string(), by: z.string() }),
+  /** The message was unpinned by `by`. */
+  MessageUnpinned: z.object({ channel: z.string(), by: z.string() }),
+  /**
+   * The message was deleted. A bulk delete appends one to every message stream in one atomic append; the
+   * last of them lists every id in `bulkIds` (one BulkMessageDelete client event), the others say `inBulk`.
+   */
+  MessageDeleted: z.object({
+    channel: z.string(),
+    bulkIds: z.array(z.string()).optional(),
+    inBulk: z.literal(true).optional(),
+  }),
+};
+
+/** Stream of a message. */
+export const messageStream = (messageId: string) => `message-${messageId}`;
+/** Prefix of the message streams. */
+export const MESSAGE_STREAM = 'message-';

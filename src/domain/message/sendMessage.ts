@@ -1,0 +1,196 @@
+/**
+ * SendMessage: POST /channels/:id/messages (spec "Message"; reference §3.7 processing order; DESIGN §4
+ * "lengths", "content + embeds ceiling", "counts", "masquerade", "mentions and emoji").
+ *
+ * Two pure steps, so that nothing is looked up for a request that is refused on its face:
+ * `checkSendMessage` (permissions for what the body uses, the body ceiling, emptiness, flags and counts) runs
+ * before the route resolves anything; `decideSendMessage` takes the facts the route resolved (reply
+ * targets, which mentioned users can see the channel, the server's roles, the claimed files) and returns the
+ * `MessageSent` event.
+ */
+import { AppError } from '../../errors.ts';
+import { Permission } from '../../permissions/bits.ts';
+import { requireAll, require as requirePermission } from '../../permissions/calculate.ts';
+import { codepointLength } from '../../text.ts';
+import type { DomainEvent } from '../events.ts';
+import type { FileObject } from '../shared.ts';
+import { emojiKind } from './emoji.ts';
+import type { InteractionsObject, MasqueradeObject, MessageObject, TextEmbedObject } from './events.ts';
+import { parseMentions } from './mentions.ts';
+
+/** The message limits (spec "Limits"; reference §3.7). */
+export const MESSAGE_LIMITS = {
+  /** Code points of content (400 FailedValidation above it, checked by the body schema). */
+  content: 2000,
+  /** Code points of content plus every embed's title and description (422 PayloadTooLarge above it). */
+  bodyCeiling: 2000,
+  attachments: 5,
+  embeds: 5,
+  replies: 5,
+  /** Distinct emoji on one message. */
+  reactions: 20,
+} as const;
+
+/** Message flags a client may set (Revolt: SuppressNotifications); the mention flags are computed. */
+const FLAG_MENTIONS_EVERYONE = 4;
+const FLAG_MENTIONS_ONLINE = 8;
+const CLIENT_FLAGS_MAX = 7;
+
+/** An embed as sent: `media` is the id of an `attachments` upload. */
+export interface SendableEmbed {
+  icon_url?: string | undefined;
+  url?: string | undefined;
+  title?: string | undefined;
+  description?: string | undefined;
+  media?: string | undefined;
+  colour?: string | undefined;
+}
+
+/** A reply as sent. */
+export interface ReplyIntent {
+  id: string;
+  /** Mention the replied message's author. */
+  mention: boolean;
+  /** false: a missing target is skipped instead of 404. */
+  fail_if_not_exists?: boolean | undefined;
+}
+
+/** Input of SendMessage (the validated body plus the ids the route chose). */
+export interface SendMessage {
+  messageId: string;
+  channelId: string;
+  authorId: string;
+  /** The idempotency key, body nonce or a fresh ULID. */
+  nonce: string;
+  content?: string | undefined;
+  /** Ids of `attachments` uploads. */
+  attachments: string[];
+  embeds: SendableEmbed[];
+  replies: ReplyIntent[];
+  masquerade?: MasqueradeObject | undefined;
+  interactions?: { reactions?: string[] | undefined; restrict_reactions?: boolean | undefined } | undefined;
+  flags?: number | undefined;
+}
+
+/** Facts the route resolved for a send. */
+export interface SendFacts {
+  /** The sender's channel permission value. */
+  permissions: bigint;
+  /** Role ids of the server (role mentions of other ids are dropped). */
+  roles: ReadonlySet<string>;
+  /** Each reply target in this channel: its author, or null when there is no such message. */
+  replies: Readonly<Record<string, { author: string } | null>>;
+  /** For each user mentioned in the content or by a reply: whether it is a member who can view the channel. */
+  canView: Readonly<Record<string, boolean>>;
+  /** The claimed files (attachments and embed media) by id. */
+  files: Readonly<Record<string, FileObject>>;
+  /** Custom emoji ids of the server (for `interactions.reactions`). */
+  emojis: ReadonlySet<string>;
+}
+
+/** Code points that count against the body ceiling: content plus every embed's title and description. */
+export function bodyLength(content: string | undefined, embeds: ReadonlyArray<{ title?: string | undefined; description?: string | undefined }>): number {
+  let n = content === undefined ? 0 : codepointLength(content);
+  for (const e of embeds) n += (e.title === undefined ? 0 : codepointLength(e.title)) + (e.description === undefined ? 0 : codepointLength(e.description));
+  return n;
+}
+
+/** The file ids a send claims: attachments, then embed media. */
+export function fileIdsOf(cmd: Pick<SendMessage, 'attachments' | 'embeds'>): string[] {
+  return [...cmd.attachments, ...cmd.embeds.flatMap((e) => (e.media === undefined ? [] : [e.media]))];
+}
+
+/**
+ * The checks that need no lookups, in Revolt's order: ViewChannel, SendMessage, Masquerade (ManageRole too
+ * for a colour), SendEmbeds, UploadFiles (attachments or embed media), React (interaction reactions); then
+ * PayloadTooLarge, EmptyMessage, flags, `restrict_reactions`, TooManyReplies, TooManyAttachments, TooManyEmbeds,
+ * and the interaction reactions' form and count.
+ */
+export function checkSendMessage(cmd: SendMessage, permissions: bigint): void {
+  requireAll(permissions, Permission.ViewChannel, Permission.SendMessage);
+  if (cmd.masquerade !== undefined) {
+    requirePermission(permissions, Permission.Masquerade);
+    if (cmd.masquerade.colour !== undefined) requirePermission(permissions, Permission.ManageRole);
+  }
+  if (cmd.embeds.length > 0) requirePermission(permissions, Permission.SendEmbeds);
+  if (fileIdsOf(cmd).length > 0) requirePermission(permissions, Permission.UploadFiles);
+  const interactionReactions = cmd.interactions?.reactions ?? [];
+  if (interactionReactions.length > 0) requirePermission(permissions, Permission.React);
+
+  if (bodyLength(cmd.content, cmd.embeds) > MESSAGE_LIMITS.bodyCeiling) throw new AppError({ type: 'PayloadTooLarge' });
+  if ((cmd.content === undefined || cmd.content.length === 0) && cmd.attachments.length === 0 && cmd.embeds.length === 0) {
+    throw new AppError({ type: 'EmptyMessage' });
+  }
+  if (cmd.flags !== undefined) {
+    if (cmd.flags > CLIENT_FLAGS_MAX) throw new AppError({ type: 'InvalidProperty' });
+    // The mention flags are for bots; this service has none.
+    if ((cmd.flags & FLAG_MENTIONS_EVERYONE) !== 0) throw new AppError({ type: 'IsNotBot' });
+  }
+  if (cmd.interactions?.restrict_reactions === true && interactionReactions.length === 0) throw new AppError({ type: 'InvalidProperty' });
+  if (cmd.replies.length > MESSAGE_LIMITS.replies) throw new AppError({ type: 'TooManyReplies', max: MESSAGE_LIMITS.replies });
+  if (cmd.attachments.length > MESSAGE_LIMITS.attachments) throw new AppError({ type: 'TooManyAttachments', max: MESSAGE_LIMITS.attachments });
+  if (cmd.embeds.length > MESSAGE_LIMITS.embeds) throw new AppError({ type: 'TooManyEmbeds', max: MESSAGE_LIMITS.embeds });
+  if (new Set(interactionReactions).size > MESSAGE_LIMITS.reactions) throw new AppError({ type: 'InvalidOperation' });
+  for (const emoji of interactionReactions) if (emojiKind(emoji) === 'invalid') throw new AppError({ type: 'InvalidOperation' });
+}
+
+/** Checks everything and returns the `MessageSent` event. */
+export function decideSendMessage(cmd: SendMessage, facts: SendFacts): DomainEvent[] {
+  checkSendMessage(cmd, facts.permissions);
+  const interactionReactions = [...new Set(cmd.interactions?.reactions ?? [])];
+  for (const emoji of interactionReactions) {
+    if (emojiKind(emoji) === 'custom' && !facts.emojis.has(emoji)) throw new AppError({ type: 'NotFound' });
+  }
+
+  const parsed = cmd.content === undefined ? { users: [], roles: [], everyone: false, online: false } : parseMentions(cmd.content);
+  if (parsed.everyone || parsed.online) requirePermission(facts.permissions, Permission.MentionEveryone);
+  const roleMentions = parsed.roles.filter((id) => facts.roles.has(id));
+  if (roleMentions.length > 0) requirePermission(facts.permissions, Permission.MentionRoles);
+
+  const replies: string[] = [];
+  const mentioned = [...parsed.users];
+  for (const r of cmd.replies) {
+    if (replies.includes(r.id)) continue;
+    const target = facts.replies[r.id];
+    if (target === null || target === undefined) {
+      if (r.fail_if_not_exists === false) continue;
+      throw new AppError({ type: 'NotFound' });
+    }
+    replies.push(r.id);
+    if (r.mention && !mentioned.includes(target.author)) mentioned.push(target.author);
+  }
+  const mentions = mentioned.filter((id) => facts.canView[id] === true);
+
+  const file = (id: string): FileObject => {
+    const f = facts.files[id];
+    if (!f) throw new AppError({ type: 'NotFound' });
+    return f;
+  };
+  const message: MessageObject = { _id: cmd.messageId, nonce: cmd.nonce, channel: cmd.channelId, author: cmd.authorId };
+  if (cmd.content !== undefined && cmd.content.length > 0) message.content = cmd.content;
+  if (cmd.attachments.length > 0) message.attachments = cmd.attachments.map(file);
+  if (cmd.embeds.length > 0) message.embeds = cmd.embeds.map((e) => toTextEmbed(e, file));
+  if (mentions.length > 0) message.mentions = mentions;
+  if (roleMentions.length > 0) message.role_mentions = roleMentions;
+  if (replies.length > 0) message.replies = replies;
+  const interactions: InteractionsObject = {};
+  if (interactionReactions.length > 0) interactions.reactions = interactionReactions;
+  if (cmd.interactions?.restrict_reactions === true) interactions.restrict_reactions = true;
+  if (Object.keys(interactions).length > 0) message.interactions = interactions;
+  if (cmd.masquerade !== undefined && Object.keys(cmd.masquerade).length > 0) message.masquerade = cmd.masquerade;
+  const flags = (cmd.flags ?? 0) | (parsed.everyone ? FLAG_MENTIONS_EVERYONE : 0) | (parsed.online ? FLAG_MENTIONS_ONLINE : 0);
+  if (flags !== 0) message.flags = flags;
+  return [{ type: 'MessageSent', data: { message } }];
+}
+
+/** A sendable embed as stored: a Text embed with its media File. */
+export function toTextEmbed(e: SendableEmbed, file: (id: string) => FileObject): TextEmbedObject {
+  const out: TextEmbedObject = { type: 'Text' };
+  if (e.icon_url !== undefined) out.icon_url = e.icon_url;
+  if (e.url !== undefined) out.url = e.url;
+  if (e.title !== undefined) out.title = e.title;
+  if (e.description !== undefined) out.description = e.description;
+  if (e.media !== undefined) out.media = file(e.media);
+  if (e.colour !== undefined) out.colour = e.colour;
+  return out;
+}

@@ -1,0 +1,77 @@
+/**
+ * The message aggregate's state (read model: a field of `channel:<id>:messages`): Revolt's Message (reference
+ * §8) plus the revision of `message-<id>`, which edits, reactions, pins and deletions expect. The projection
+ * and the decider tests apply this one `evolve`.
+ */
+import type { DomainEvent } from '../events.ts';
+import type { MessageObject } from './events.ts';
+
+/** A stored message: Revolt's Message without `user`/`member`, plus the stream revision. */
+export type MessageState = MessageObject & {
+  /** ISO time of the last edit. */
+  edited?: string;
+  /** Emoji → user ids, in insertion order; omitted when empty. */
+  reactions?: Record<string, string[]>;
+  /** Omitted unless pinned. */
+  pinned?: true;
+  /** Revision of `message-<id>` this state reflects (the expected revision of the next write). */
+  revision: number;
+};
+
+/** Applies one event of `message-<id>`; null once deleted (or before it was sent). */
+export function evolveMessage(state: MessageState | null, e: DomainEvent, revision: number): MessageState | null {
+  if (e.type === 'MessageSent') return { ...e.data.message, revision };
+  if (!state) return null;
+  const s: MessageState = { ...state, revision };
+  switch (e.type) {
+    case 'MessageEdited':
+      if (e.data.data.content !== undefined) s.content = e.data.data.content;
+      if (e.data.data.embeds !== undefined) s.embeds = e.data.data.embeds;
+      s.edited = e.data.edited;
+      return s;
+    case 'MessageReacted': {
+      const users = s.reactions?.[e.data.emoji] ?? [];
+      if (users.includes(e.data.userId)) return s;
+      s.reactions = { ...(s.reactions ?? {}), [e.data.emoji]: [...users, e.data.userId] };
+      return s;
+    }
+    case 'MessageUnreacted': {
+      const users = s.reactions?.[e.data.emoji];
+      if (!users) return s;
+      return withReaction(s, e.data.emoji, users.filter((u) => u !== e.data.userId));
+    }
+    case 'MessageReactionRemoved':
+      return withReaction(s, e.data.emoji, []);
+    case 'MessageReactionsCleared':
+      delete s.reactions;
+      return s;
+    case 'MessagePinned':
+      s.pinned = true;
+      return s;
+    case 'MessageUnpinned':
+      delete s.pinned;
+      return s;
+    case 'MessageDeleted':
+      return null;
+    default:
+      return s;
+  }
+}
+
+/** The message with one emoji's users replaced (the key removed when none are left, the map when empty). */
+function withReaction(s: MessageState, emoji: string, users: string[]): MessageState {
+  const reactions: Record<string, string[]> = {};
+  for (const [k, v] of Object.entries(s.reactions ?? {})) {
+    if (k !== emoji) reactions[k] = v;
+    else if (users.length > 0) reactions[k] = users;
+  }
+  if (Object.keys(reactions).length > 0) s.reactions = reactions;
+  else delete s.reactions;
+  return s;
+}
+
+/** Revolt's Message JSON from the stored state (no revision). */
+export function presentMessage(s: MessageState): Omit<MessageState, 'revision'> {
+  const { revision: _revision, ...message } = s;
+  return message;
+}

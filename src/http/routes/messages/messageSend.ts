@@ -1,0 +1,116 @@
+// POST /channels/:channel_id/messages — DataMessageSend (+ Idempotency-Key) → the created Message with `user` and `member`.
+import { channelAccess } from '../../../access.ts';
+import { AppError } from '../../../errors.ts';
+import type { UserProfile } from '../../../domain/account/state.ts';
+import { messageStream } from '../../../domain/message/events.ts';
+import { parseMentions } from '../../../domain/message/mentions.ts';
+import { checkSendMessage, decideSendMessage, type SendMessage } from '../../../domain/message/sendMessage.ts';
+import type { MemberObject } from '../../../domain/models.ts';
+import { channelPermissionsOf } from '../../../domain/server/permissions.ts';
+import { validateKey } from '../../../idempotency/store.ts';
+import { newId } from '../../../ids.ts';
+import { Permission } from '../../../permissions/bits.ts';
+import { has } from '../../../permissions/calculate.ts';
+import { rm } from '../../../readmodel/keys.ts';
+import { loadMessages } from '../../../readmodel/messages.ts';
+import type { AppDeps } from '../../deps.ts';
+import { defineRoute, type RouteContext } from '../../route.ts';
+import { presentUser } from '../users/present.ts';
+import { currentMessage } from './present.ts';
+import { embedOf, SendBody } from './schemas.ts';
+
+/** The `Idempotency-Key` header (undefined when absent; empty or over 64 code points → 400). */
+function headerKey(rc: RouteContext<SendBody, undefined>): string | undefined {
+  const raw = rc.ctx.headers['idempotency-key'];
+  return validateKey(Array.isArray(raw) ? raw[raw.length - 1] : raw);
+}
+
+/** Appends the message (and what it claims); resolves with its server's id once it is projected. */
+async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Promise<string> {
+  const { deps } = rc;
+  const done = await deps.executor.execute(rc.meta, [messageStream(cmd.messageId)], async () => {
+    const access = await channelAccess(deps, cmd.channelId, cmd.authorId);
+    checkSendMessage(cmd, access.permissions);
+
+    const replyIds = [...new Set(cmd.replies.map((r) => r.id))];
+    const targets = await loadMessages(deps.readModels, cmd.channelId, replyIds);
+    const replies: Record<string, { author: string } | null> = {};
+    replyIds.forEach((id, i) => (replies[id] = targets[i] ? { author: targets[i]!.author } : null));
+
+    // Mentions count only for members who can see the channel: the content's and the replied authors'.
+    const candidates = new Set(cmd.content ? parseMentions(cmd.content).users : []);
+    for (const r of cmd.replies) if (r.mention && replies[r.id]) candidates.add(replies[r.id]!.author);
+    const ids = [...candidates];
+    const members = await deps.readModels.hmgetJson<MemberObject>(rm.serverMembers(access.server._id), ids);
+    const now = deps.now();
+    const canView: Record<string, boolean> = {};
+    ids.forEach((id, i) => {
+      const m = members[i];
+      canView[id] = m !== null && m !== undefined && has(channelPermissionsOf(access.server, id, m, access.channel, now), Permission.ViewChannel);
+    });
+
+    const events = decideSendMessage(cmd, {
+      permissions: access.permissions,
+      roles: new Set(Object.keys(access.server.roles)),
+      replies,
+      canView,
+      files: {},
+      emojis: new Set(access.server.emojis ?? []),
+    });
+    return { writes: [{ stream: messageStream(cmd.messageId), scope: access.server._id, expected: 'no_stream', events }], result: access.server._id };
+  });
+  return done.result;
+}
+
+/** The sender's user and member objects for the answer. */
+async function authorOf(deps: AppDeps, serverId: string, userId: string) {
+  const [profile, member] = await Promise.all([
+    deps.readModels.getJson<UserProfile>(rm.user(userId)),
+    deps.readModels.hgetJson<MemberObject>(rm.serverMembers(serverId), userId),
+  ]);
+  return { ...(profile ? { user: presentUser(profile, userId) } : {}), ...(member ? { member } : {}) };
+}
+
+export default defineRoute({
+  method: 'POST',
+  path: '/channels/:channel_id/messages',
+  auth: 'user',
+  body: SendBody,
+  permissions: ['ViewChannel', 'SendMessage', 'Masquerade', 'ManageRole', 'SendEmbeds', 'UploadFiles', 'React', 'MentionEveryone', 'MentionRoles'],
+  async handler(rc) {
+    const { deps, body, caller } = rc;
+    const channelId = rc.params.channel_id!;
+    // DESIGN §4 "idempotency": the header wins; a body nonce is the key without it; reserved on arrival.
+    const key = headerKey(rc) ?? body.nonce ?? undefined;
+    if (key !== undefined && !deps.idempotency.reserve(caller.userId, key)) throw new AppError({ type: 'DuplicateNonce' });
+    const cmd: SendMessage = {
+      messageId: newId(deps.now()),
+      channelId,
+      authorId: caller.userId,
+      nonce: key ?? newId(deps.now()),
+      content: body.content ?? undefined,
+      attachments: body.attachments ?? [],
+      embeds: (body.embeds ?? []).map(embedOf),
+      replies: (body.replies ?? []).map((r) => ({ id: r.id, mention: r.mention, fail_if_not_exists: r.fail_if_not_exists ?? undefined })),
+      masquerade: body.masquerade
+        ? Object.fromEntries(Object.entries(body.masquerade).filter(([, v]) => v !== null && v !== undefined))
+        : undefined,
+      interactions: body.interactions
+        ? { reactions: body.interactions.reactions ?? undefined, restrict_reactions: body.interactions.restrict_reactions ?? undefined }
+        : undefined,
+      flags: body.flags ?? undefined,
+    };
+    let serverId: string;
+    try {
+      serverId = await send(rc, cmd);
+    } catch (err) {
+      // Release the key only when nothing was appended, so a refused send can be retried with it.
+      if (key !== undefined && (await deps.store.streamRevision(messageStream(cmd.messageId)).catch(() => 0)) < 0) {
+        deps.idempotency.release(caller.userId, key);
+      }
+      throw err;
+    }
+    const [message, author] = await Promise.all([currentMessage(deps, channelId, cmd.messageId), authorOf(deps, serverId, caller.userId)]);
+    return { ...message, ...author };
+  },
+});
