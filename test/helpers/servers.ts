@@ -44,7 +44,8 @@ export async function roleWith(owner: TestUser, serverId: string, allow: bigint,
 
 /**
  * Every read-model key of a generation (bookkeeping keys `cp:` and `ready:` left out), with its value in a
- * comparable form: strings parsed as JSON, hashes as sorted objects of parsed JSON, sets sorted.
+ * comparable form: strings parsed as JSON, hashes as sorted objects of parsed JSON, sets sorted, sorted sets
+ * as their members and scores in order.
  */
 export async function dumpGeneration(redis: Redis, generationPrefix: string): Promise<Record<string, unknown>> {
   const keys: string[] = [];
@@ -64,6 +65,7 @@ export async function dumpGeneration(redis: Redis, generationPrefix: string): Pr
       const h = await redis.hgetall(full);
       out[key] = Object.fromEntries(Object.keys(h).sort().map((f) => [f, JSON.parse(h[f]!)]));
     } else if (type === 'set') out[key] = (await redis.smembers(full)).sort();
+    else if (type === 'zset') out[key] = await redis.zrange(full, '0', '-1', 'WITHSCORES');
     else out[key] = `<${type}>`;
   }
   return out;
