@@ -1,0 +1,97 @@
+// Custom emoji over HTTP: create (name rules at N and N+1, parent, nsfw), fetch, list, delete, the
+// routes that are not there, client events, and a joining member's ServerCreate carrying the emoji.
+import t from 'tap';
+import { signup } from './helpers/http.ts';
+import { clientEvents, createServer, join } from './helpers/servers.ts';
+import { startTestService } from './helpers/service.ts';
+
+t.test('custom emoji', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const [owner, member, outsider] = await Promise.all([signup(s), signup(s), signup(s)]);
+  const srv = await createServer(owner, 'Emoji');
+  await join(owner, srv.general, member);
+  let n = 0;
+  const nextId = () => `01HV${String(++n).padStart(22, '0')}`;
+  const create = (body: unknown, id = nextId(), u = owner) => u.api.put(`/custom/emoji/${id}`, body);
+  const parent = { type: 'Server', id: srv.id };
+
+  t.test('create: shape, name rules, parent', async (t) => {
+    const id = nextId();
+    const r = await create({ name: 'party_parrot_2', parent, nsfw: true }, id);
+    t.equal(r.status, 200);
+    t.same(r.body, { _id: id, parent, creator_id: owner.userId, name: 'party_parrot_2', nsfw: true });
+    t.same((await member.api.get(`/custom/emoji/${id}`)).body, r.body, 'fetch');
+    t.notOk('nsfw' in (await create({ name: 'sfw', parent, nsfw: false })).body, 'nsfw omitted when false');
+    t.equal((await create({ name: 'a'.repeat(32), parent })).status, 200, 'name 32');
+    const cases: Array<[string, unknown]> = [
+      ['name 33', { name: 'a'.repeat(33), parent }],
+      ['empty name', { name: '', parent }],
+      ['upper case', { name: 'Party', parent }],
+      ['a dash', { name: 'party-parrot', parent }],
+      ['a space', { name: 'party parrot', parent }],
+      ['non-ASCII', { name: 'ñ', parent }],
+      ['no parent', { name: 'x' }],
+      ['parent without id', { name: 'x', parent: { type: 'Server' } }],
+      ['unknown parent type', { name: 'x', parent: { type: 'Channel', id: srv.id } }],
+      ['unknown field', { name: 'x', parent, animated: true }],
+    ];
+    for (const [what, body] of cases) {
+      const bad = await create(body);
+      t.same([bad.status, bad.body.type], [400, 'FailedValidation'], what);
+    }
+    const detached = await create({ name: 'x', parent: { type: 'Detached' } });
+    t.same([detached.status, detached.body.type], [400, 'InvalidOperation'], 'a detached emoji cannot be created');
+    t.equal((await create({ name: 'x', parent: { type: 'Server', id: '01HZZZZZZZZZZZZZZZZZZZZZZZ' } })).status, 404, 'an unknown server');
+    t.equal((await create({ name: 'x', parent }, nextId(), outsider)).status, 404, 'a server the caller is not in');
+    t.equal((await create({ name: 'again', parent }, id)).body.type, 'InvalidOperation', 'an id is used once');
+  });
+
+  t.test('list, fetch, delete; POST /servers/:id/emojis is not a route', async (t) => {
+    const list = await member.api.get(`/servers/${srv.id}/emojis`);
+    t.equal(list.status, 200);
+    t.ok(list.body.length >= 3);
+    t.same(list.body.map((e: { _id: string }) => e._id), [...list.body.map((e: { _id: string }) => e._id)].sort(), 'oldest first');
+    t.ok(list.body.every((e: { parent: { id: string } }) => e.parent.id === srv.id));
+    const post = await owner.api.post(`/servers/${srv.id}/emojis`, { name: 'x' });
+    t.same([post.status, post.body.type], [404, 'NotFound'], 'POST /servers/:id/emojis is not the create call');
+    const id = list.body[0]._id;
+    t.equal((await owner.api.del(`/custom/emoji/${id}`)).status, 204);
+    t.equal((await member.api.get(`/custom/emoji/${id}`)).status, 404);
+    t.equal((await owner.api.del(`/custom/emoji/${id}`)).status, 404, 'deleted twice');
+    t.notOk((await member.api.get(`/servers/${srv.id}/emojis`)).body.some((e: { _id: string }) => e._id === id));
+    t.equal((await owner.api.get('/custom/emoji/01HZZZZZZZZZZZZZZZZZZZZZZZ')).status, 404);
+  });
+
+  t.test('reactions with a deleted emoji are refused', async (t) => {
+    const id = nextId();
+    await create({ name: 'short_lived', parent }, id);
+    const m = (await member.api.post(`/channels/${srv.general}/messages`, { content: 'x' })).body._id;
+    t.equal((await member.api.put(`/channels/${srv.general}/messages/${m}/reactions/${id}`)).status, 204);
+    await owner.api.del(`/custom/emoji/${id}`);
+    t.equal((await owner.api.put(`/channels/${srv.general}/messages/${m}/reactions/${id}`)).status, 404, 'a new reaction with it: 404');
+    t.equal((await member.api.del(`/channels/${srv.general}/messages/${m}/reactions/${id}`)).status, 204, 'an old one can still be removed');
+    const elsewhere = await createServer(owner, 'Elsewhere');
+    const foreign = nextId();
+    await create({ name: 'foreign', parent: { type: 'Server', id: elsewhere.id } }, foreign);
+    t.equal((await owner.api.put(`/channels/${srv.general}/messages/${m}/reactions/${foreign}`)).status, 404, "another server's emoji");
+  });
+
+  t.test('client events on the server route; ServerCreate of a joiner carries the emoji', async (t) => {
+    const fresh = await createServer(owner, 'Events');
+    const [a, b] = [nextId(), nextId()];
+    const emojiA = (await create({ name: 'a', parent: { type: 'Server', id: fresh.id } }, a)).body;
+    await create({ name: 'b', parent: { type: 'Server', id: fresh.id } }, b);
+    await owner.api.del(`/custom/emoji/${b}`);
+    const joiner = await signup(s);
+    await join(owner, fresh.general, joiner);
+    const events = (await clientEvents(s.redis, s.prefix)).filter((e) => /^Emoji/.test(e.payload.type) && (e.payload.parent?.id === fresh.id || e.payload.id === b));
+    t.same(events, [
+      { route: { kind: 'server', serverId: fresh.id }, payload: { type: 'EmojiCreate', ...emojiA } },
+      { route: { kind: 'server', serverId: fresh.id }, payload: { type: 'EmojiCreate', _id: b, parent: { type: 'Server', id: fresh.id }, creator_id: owner.userId, name: 'b' } },
+      { route: { kind: 'server', serverId: fresh.id }, payload: { type: 'EmojiDelete', id: b } },
+    ]);
+    const create_ = (await clientEvents(s.redis, s.prefix)).find((e) => e.payload.type === 'ServerCreate' && e.route.userId === joiner.userId);
+    t.same(create_?.payload.emojis, [emojiA], 'the joiner learns the server\'s emoji');
+    t.notOk('emojis' in (await owner.api.get(`/servers/${fresh.id}`)).body, 'the server object does not carry them');
+  });
+});
