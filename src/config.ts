@@ -16,6 +16,10 @@ const bool = z
   .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'])
   .transform((v) => v === '1' || v === 'true' || v === 'yes' || v === 'on');
 const url = z.string().url();
+/** A LiveKit server URL as clients connect to it (livekit-client takes ws(s) and, converting it, http(s)). */
+const livekitUrl = url.refine((u) => /^(wss?|https?):\/\//.test(u), 'must be a ws://, wss://, http:// or https:// URL');
+/** LiveKit refuses API secrets shorter than 32 characters, so a shorter one would only fail at the first call. */
+const LIVEKIT_SECRET_MIN = 32;
 
 const schema = z
   .object({
@@ -65,9 +69,9 @@ const schema = z
     SERVER_CHANNEL_LIMIT: z.coerce.number().int().min(1).max(100_000).default(200),
     RATE_LIMITS: z.enum(['on', 'off']).default('on'),
     VOICE_ENABLED: bool.default(false),
-    LIVEKIT_URL: url.optional(),
+    LIVEKIT_URL: livekitUrl.optional(),
     LIVEKIT_API_KEY: z.string().min(1).optional(),
-    LIVEKIT_API_SECRET: z.string().min(1).optional(),
+    LIVEKIT_API_SECRET: z.string().min(LIVEKIT_SECRET_MIN, `at least ${LIVEKIT_SECRET_MIN} characters (LiveKit refuses shorter secrets)`).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Milliseconds a write waits for its projection before answering 503 (read-your-writes). */
     PROJECTION_WAIT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
@@ -138,7 +142,8 @@ export interface Config {
   projectorLeaseMs: number;
   serverChannelLimit: number;
   rateLimits: boolean;
-  voice: { enabled: boolean; url: string | undefined; apiKey: string | undefined; apiSecret: string | undefined };
+  /** Voice through LiveKit (DESIGN §4 "voice"): the three LiveKit settings exist exactly when it is enabled. */
+  voice: VoiceConfig;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   projectionWaitMs: number;
   uploadDeadlineMs: number;
@@ -151,6 +156,19 @@ export interface Config {
   inviteOnly: boolean;
 }
 
+/** VOICE_ENABLED with its LiveKit server, or voice off. */
+export type VoiceConfig =
+  | {
+      enabled: true;
+      /** LIVEKIT_URL: where clients connect (`url` of join_call, `public_url` of the node in `GET /`). */
+      url: string;
+      /** LIVEKIT_API_KEY: the issuer of join tokens. */
+      apiKey: string;
+      /** LIVEKIT_API_SECRET: signs join tokens (HS256). */
+      apiSecret: string;
+    }
+  | { enabled: false };
+
 /** A configuration value is wrong; the message is one line naming the variable. */
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -159,6 +177,9 @@ export class ConfigError extends Error {
   }
 }
 
+/** Variables whose value must not appear in an error line. */
+const SECRET_VARIABLE = /SECRET|PASSWORD|TOKEN|_KEY$/;
+
 /** Parses the environment (process.env by default). Empty strings count as unset. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
@@ -166,7 +187,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0] ?? 'environment');
-    const value = cleaned[name];
+    // The line goes to logs: a secret's value is never repeated in it.
+    const value = SECRET_VARIABLE.test(name) ? undefined : cleaned[name];
     throw new ConfigError(
       `invalid configuration: ${name}${value === undefined ? '' : `=${JSON.stringify(value)}`}: ${issue.message}`,
     );
@@ -192,12 +214,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     projectorLeaseMs: c.PROJECTOR_LEASE_MS,
     serverChannelLimit: c.SERVER_CHANNEL_LIMIT,
     rateLimits: c.RATE_LIMITS === 'on',
-    voice: {
-      enabled: c.VOICE_ENABLED,
-      url: c.LIVEKIT_URL,
-      apiKey: c.LIVEKIT_API_KEY,
-      apiSecret: c.LIVEKIT_API_SECRET,
-    },
+    voice: voiceConfig(c),
     logLevel: c.LOG_LEVEL,
     projectionWaitMs: c.PROJECTION_WAIT_MS,
     uploadDeadlineMs: c.UPLOAD_DEADLINE_MS,
@@ -207,6 +224,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mediaTestDelayMs: c.MEDIA_TEST_DELAY_MS,
     inviteOnly: c.INVITE_ONLY,
   };
+}
+
+/** The voice settings; the schema's refinement already refused VOICE_ENABLED without the LiveKit variables. */
+function voiceConfig(c: z.infer<typeof schema>): VoiceConfig {
+  if (!c.VOICE_ENABLED) return { enabled: false };
+  const { LIVEKIT_URL: url, LIVEKIT_API_KEY: apiKey, LIVEKIT_API_SECRET: apiSecret } = c;
+  if (url === undefined || apiKey === undefined || apiSecret === undefined) throw new ConfigError('invalid configuration: VOICE_ENABLED: LiveKit settings missing');
+  return { enabled: true, url, apiKey, apiSecret };
 }
 
 function trimSlash(s: string): string {

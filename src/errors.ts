@@ -58,6 +58,7 @@ export type ErrorBody =
   | { type: 'NotAVoiceChannel' }
   | { type: 'AlreadyConnected' }
   | { type: 'NotConnected' }
+  | { type: 'UnknownNode' }
   | { type: 'FeatureDisabled'; feature: string }
   | { type: 'FileTooSmall' }
   | { type: 'FileTooLarge'; max: number }
@@ -126,6 +127,7 @@ export const ERROR_STATUS = {
   NotAVoiceChannel: 400,
   AlreadyConnected: 400,
   NotConnected: 400,
+  UnknownNode: 400,
   FeatureDisabled: 400,
   FileTooSmall: 422,
   FileTooLarge: 422,

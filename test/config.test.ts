@@ -24,6 +24,12 @@ t.test('a bad value names the variable in one line', async (t) => {
     [{ REDIS_URL: 'not a url' }, 'REDIS_URL'],
     [{ EVENTSTORE_URL: 'http://x' }, 'EVENTSTORE_URL'],
     [{ VOICE_ENABLED: 'true' }, 'LIVEKIT_URL'],
+    [{ VOICE_ENABLED: 'true', LIVEKIT_URL: 'wss://lk.example' }, 'LIVEKIT_API_KEY'],
+    [{ VOICE_ENABLED: 'true', LIVEKIT_URL: 'wss://lk.example', LIVEKIT_API_KEY: 'k' }, 'LIVEKIT_API_SECRET'],
+    [{ VOICE_ENABLED: 'true', LIVEKIT_API_KEY: 'k', LIVEKIT_API_SECRET: 's'.repeat(32) }, 'LIVEKIT_URL'],
+    [{ VOICE_ENABLED: 'true', LIVEKIT_URL: 'wss://lk.example', LIVEKIT_API_KEY: 'k', LIVEKIT_API_SECRET: 's'.repeat(31) }, 'LIVEKIT_API_SECRET'],
+    [{ VOICE_ENABLED: 'true', LIVEKIT_URL: 'ftp://lk.example', LIVEKIT_API_KEY: 'k', LIVEKIT_API_SECRET: 's'.repeat(32) }, 'LIVEKIT_URL'],
+    [{ VOICE_ENABLED: 'sometimes' }, 'VOICE_ENABLED'],
     [{ PROJECTOR_PARTITIONS: '2', PROJECTOR_PARTITION: '2' }, 'PROJECTOR_PARTITION'],
     [{ SERVER_CHANNEL_LIMIT: '0' }, 'SERVER_CHANNEL_LIMIT'],
   ];
@@ -37,6 +43,32 @@ t.test('a bad value names the variable in one line', async (t) => {
       t.notOk(msg.includes('\n'), 'one line');
     }
   }
+});
+
+t.test('a secret is not repeated in the error line', async (t) => {
+  const secret = 'too-short-but-secret';
+  const err = t.throws(() => loadConfig({ VOICE_ENABLED: 'true', LIVEKIT_URL: 'wss://lk.example', LIVEKIT_API_KEY: 'k', LIVEKIT_API_SECRET: secret }));
+  t.match(String(err), /LIVEKIT_API_SECRET/);
+  t.notOk(String(err).includes(secret), String(err));
+});
+
+t.test('voice settings: all three LiveKit variables exactly when voice is on', async (t) => {
+  const livekit = { LIVEKIT_URL: 'wss://lk.example', LIVEKIT_API_KEY: 'key', LIVEKIT_API_SECRET: 's'.repeat(32) };
+  t.strictSame(loadConfig({}).voice, { enabled: false }, 'off by default');
+  t.strictSame(loadConfig({ VOICE_ENABLED: 'true', ...livekit }).voice, { enabled: true, url: 'wss://lk.example', apiKey: 'key', apiSecret: 's'.repeat(32) });
+  t.strictSame(loadConfig({ VOICE_ENABLED: 'false', ...livekit }).voice, { enabled: false }, 'off: the LiveKit settings are not used');
+  t.strictSame(loadConfig({ VOICE_ENABLED: 'true', ...livekit, LIVEKIT_URL: 'https://lk.example' }).voice.enabled, true, 'an https URL is fine too');
+});
+
+t.test('VOICE_ENABLED without LiveKit stops the process: one line naming the variable, exit code 1', async (t) => {
+  const env = { ...process.env, VOICE_ENABLED: 'true', LIVEKIT_URL: '', LIVEKIT_API_KEY: '', LIVEKIT_API_SECRET: '' };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  const code = await new Promise((r) => child.on('exit', r));
+  t.equal(code, 1);
+  t.equal(err.trim().split('\n').length, 1, 'one line');
+  t.match(err, /LIVEKIT_URL/);
 });
 
 t.test('the process stops with that line and exit code 1', async (t) => {

@@ -67,7 +67,7 @@ t.test('file fields of server and member edits', async (t) => {
   g.as('alice').when((v, c) => decideEditServer({ icon, remove: [] }, v, { caller: c })).thenThrows(t, { type: 'MissingPermission', permission: 'ManageServer' });
 
   const avatar = file('avatars');
-  const ctx = (c: ReturnType<typeof g.as>['caller']) => ({ caller: c, now: new Date(NOW), voiceEnabled: false });
+  const ctx = (c: ReturnType<typeof g.as>['caller']) => ({ caller: c, now: new Date(NOW) });
   g.as('alice')
     .when((v, c) => decideEditMember({ userId: 'alice', avatar, remove: [] }, v, ctx(c)))
     .then(t, [{ type: 'MemberEdited', data: { userId: 'alice', data: { avatar }, remove: [] } }]);

@@ -28,7 +28,7 @@ t.test('voice channels when voice is enabled: Stoat shape', async (t) => {
     VOICE_ENABLED: 'on',
     LIVEKIT_URL: 'ws://127.0.0.1:7880',
     LIVEKIT_API_KEY: 'key',
-    LIVEKIT_API_SECRET: 'secret',
+    LIVEKIT_API_SECRET: 'a-livekit-secret-of-32-characters',
   });
   const owner = await signup(s);
   const srv = await owner.api.post('/servers/create', { name: 'Voice' });
@@ -41,13 +41,6 @@ t.test('voice channels when voice is enabled: Stoat shape', async (t) => {
   const text = srv.body.channels[0]._id;
   t.same((await owner.api.patch(`/channels/${text}`, { voice: { max_users: 2 } })).body.voice, { max_users: 2 }, 'a text channel gains voice');
   t.notOk('voice' in (await owner.api.patch(`/channels/${text}`, { remove: ['Voice'] })).body, 'and loses it');
-  // Moving a member between calls: MoveMembers for others; nobody is in a call before voice sessions exist.
-  const other = await signup(s);
-  await join(owner, text, other);
-  const move = await other.api.patch(`/servers/${id}/members/${owner.userId}`, { voice_channel: byType.body._id });
-  t.same([move.status, move.body.permission], [403, 'MoveMembers']);
-  t.equal((await owner.api.patch(`/servers/${id}/members/${other.userId}`, { voice_channel: 'nope' })).body.type, 'UnknownChannel');
-  t.equal((await owner.api.patch(`/servers/${id}/members/${other.userId}`, { voice_channel: byType.body._id })).body.type, 'NotConnected');
 });
 
 t.test('servers', async (t) => {

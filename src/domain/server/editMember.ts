@@ -23,15 +23,12 @@ export interface EditMember {
   timeout?: string | undefined;
   can_publish?: boolean | undefined;
   can_receive?: boolean | undefined;
-  /** Move the member to this voice channel (needs a voice session, which this build does not track yet). */
-  voice_channel?: string | undefined;
   remove: MemberField[];
 }
 
 /** Context of EditMember. */
 export interface EditMemberContext extends CallerContext {
   now: Date;
-  voiceEnabled: boolean;
 }
 
 /**
@@ -39,7 +36,7 @@ export interface EditMemberContext extends CallerContext {
  * (another member's → 400 InvalidOperation) with ChangeAvatar; avatar removal (self ChangeAvatar, other
  * RemoveAvatars); roles → AssignRoles; timeout → setting it on oneself 400 CannotTimeoutYourself, on a
  * member who holds TimeoutMembers 403 IsElevated, then TimeoutMembers; can_publish → MuteMembers; can_receive →
- * DeafenMembers; voice_channel → voice enabled (400 LiveKitUnavailable), MoveMembers for others; then a target
+ * DeafenMembers; then a target
  * other than oneself must rank below the caller (403 NotElevated); each added role must exist (404 InvalidRole)
  * and rank below the caller (403 NotElevated).
  */
@@ -70,13 +67,6 @@ export function decideEditMember(cmd: EditMember, view: ServerView, ctx: EditMem
   }
   if (cmd.can_publish !== undefined) requirePermission(p, Permission.MuteMembers);
   if (cmd.can_receive !== undefined) requirePermission(p, Permission.DeafenMembers);
-  if (cmd.voice_channel !== undefined) {
-    if (!ctx.voiceEnabled) throw new AppError({ type: 'LiveKitUnavailable' });
-    if (!self) requirePermission(p, Permission.MoveMembers);
-    if (!server.channels.includes(cmd.voice_channel)) throw new AppError({ type: 'UnknownChannel' });
-    // Voice sessions arrive with the voice feature; until then nobody is in a call to be moved.
-    throw new AppError({ type: 'NotConnected' });
-  }
 
   if (!self) requireElevatedOver(ctx.caller.ranking, memberRanking(server, target));
   let roles: string[] | undefined;

@@ -4,6 +4,7 @@ import channelEdit from './channelEdit.ts';
 import channelFetch from './channelFetch.ts';
 import defaultPermissionsSet from './defaultPermissionsSet.ts';
 import inviteCreate from './inviteCreate.ts';
+import joinCall from './joinCall.ts';
 import rolePermissionsSet from './rolePermissionsSet.ts';
 
-export default [channelFetch, channelEdit, channelDelete, defaultPermissionsSet, rolePermissionsSet, inviteCreate];
+export default [channelFetch, channelEdit, channelDelete, defaultPermissionsSet, rolePermissionsSet, inviteCreate, joinCall];

@@ -1,4 +1,5 @@
 // GET / — the service root (RevoltConfig), DESIGN §4 "root".
+import { LIVEKIT_NODE } from '../../../voice/token.ts';
 import { defineRoute } from '../../route.ts';
 
 /** The version of the interface this service implements (spec "Versioning"). */
@@ -10,7 +11,7 @@ export default defineRoute({
   auth: 'none',
   async handler({ deps }) {
     const c = deps.config;
-    const voice = c.voice.enabled && c.voice.url !== undefined;
+    const voice = c.voice;
     return {
       revolt: REVOLT_VERSION,
       features: {
@@ -20,8 +21,9 @@ export default defineRoute({
         autumn: { enabled: true, url: c.mediaPublicUrl },
         january: { enabled: false, url: '' },
         voso: { enabled: false, url: '', ws: '' },
-        voice: { enabled: voice },
-        livekit: { enabled: voice, nodes: voice ? [{ name: 'default', lat: 0, lon: 0, public_url: c.voice.url }] : [] },
+        // `voice` for the spec, `livekit` for stoat.js: one node, the LIVEKIT_URL that join_call hands out.
+        voice: { enabled: voice.enabled },
+        livekit: { enabled: voice.enabled, nodes: voice.enabled ? [{ name: LIVEKIT_NODE, lat: 0, lon: 0, public_url: voice.url }] : [] },
       },
       ws: c.wsPublicUrl,
       app: c.appUrl,

@@ -8,6 +8,9 @@ import { onServer } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { idString, name32, removeMember } from '../../schemas.ts';
 
+// Stoat's `voice_channel` (move a member who is in a call) is deliberately not accepted: moving needs to know
+// who is in which call and to act on the LiveKit server, and this service only issues join tokens; a client
+// that sends it gets 400 FailedValidation naming the field rather than a pretended answer.
 const Body = z.strictObject({
   nickname: name32.nullish(),
   /** An `avatars` upload id (used once; only for oneself). */
@@ -16,8 +19,6 @@ const Body = z.strictObject({
   timeout: z.iso.datetime({ offset: true }).nullish(),
   can_publish: z.boolean().nullish(),
   can_receive: z.boolean().nullish(),
-  /** Moves a member in a call; nobody is in a call until voice sessions exist (400 NotConnected). */
-  voice_channel: idString.nullish(),
   remove: removeMember.nullish(),
 });
 
@@ -26,7 +27,7 @@ export default defineRoute({
   path: '/servers/:server_id/members/:user_id',
   auth: 'user',
   body: Body,
-  permissions: ['ChangeNickname', 'ManageNicknames', 'RemoveAvatars', 'ChangeAvatar', 'AssignRoles', 'TimeoutMembers', 'MuteMembers', 'DeafenMembers', 'MoveMembers'],
+  permissions: ['ChangeNickname', 'ManageNicknames', 'RemoveAvatars', 'ChangeAvatar', 'AssignRoles', 'TimeoutMembers', 'MuteMembers', 'DeafenMembers'],
   async handler(rc) {
     const { body, deps, caller } = rc;
     const serverId = rc.params.server_id!;
@@ -48,11 +49,10 @@ export default defineRoute({
             timeout: body.timeout ?? undefined,
             can_publish: body.can_publish ?? undefined,
             can_receive: body.can_receive ?? undefined,
-            voice_channel: body.voice_channel ?? undefined,
             remove: body.remove ?? [],
           },
           { server: a.server, members: { [caller.userId]: a.member, ...(target ? { [userId]: target } : {}) }, bans: {} },
-          { caller: callerFromServer(a, caller.userId), now: deps.executor.now(), voiceEnabled: deps.config.voice.enabled },
+          { caller: callerFromServer(a, caller.userId), now: deps.executor.now() },
         );
         return { events, also: files.writes };
       },
