@@ -1,7 +1,10 @@
 // Custom emoji over HTTP: create (name rules at N and N+1, parent, nsfw), fetch, list, delete, the
 // routes that are not there, client events, and a joining member's ServerCreate carrying the emoji.
 import t from 'tap';
-import { signup } from './helpers/http.ts';
+import { signup, type TestUser } from './helpers/http.ts';
+import { uploadImage } from './helpers/messages.ts';
+import { get } from './helpers/media.ts';
+import sharp from 'sharp';
 import { clientEvents, createServer, join } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
 
@@ -10,13 +13,13 @@ t.test('custom emoji', async (t) => {
   const [owner, member, outsider] = await Promise.all([signup(s), signup(s), signup(s)]);
   const srv = await createServer(owner, 'Emoji');
   await join(owner, srv.general, member);
-  let n = 0;
-  const nextId = () => `01HV${String(++n).padStart(22, '0')}`;
-  const create = (body: unknown, id = nextId(), u = owner) => u.api.put(`/custom/emoji/${id}`, body);
+  /** A fresh `emojis` upload by the owner. */
+  const nextId = () => uploadImage(s, owner, 'emojis');
+  const create = async (body: unknown, id?: string, u: TestUser = owner) => u.api.put(`/custom/emoji/${id ?? (await uploadImage(s, u, 'emojis'))}`, body);
   const parent = { type: 'Server', id: srv.id };
 
   t.test('create: shape, name rules, parent', async (t) => {
-    const id = nextId();
+    const id = await nextId();
     const r = await create({ name: 'party_parrot_2', parent, nsfw: true }, id);
     t.equal(r.status, 200);
     t.same(r.body, { _id: id, parent, creator_id: owner.userId, name: 'party_parrot_2', nsfw: true });
@@ -42,8 +45,32 @@ t.test('custom emoji', async (t) => {
     const detached = await create({ name: 'x', parent: { type: 'Detached' } });
     t.same([detached.status, detached.body.type], [400, 'InvalidOperation'], 'a detached emoji cannot be created');
     t.equal((await create({ name: 'x', parent: { type: 'Server', id: '01HZZZZZZZZZZZZZZZZZZZZZZZ' } })).status, 404, 'an unknown server');
-    t.equal((await create({ name: 'x', parent }, nextId(), outsider)).status, 404, 'a server the caller is not in');
+    t.equal((await create({ name: 'x', parent }, undefined, outsider)).status, 404, 'a server the caller is not in');
     t.equal((await create({ name: 'again', parent }, id)).body.type, 'InvalidOperation', 'an id is used once');
+  });
+
+  t.test('the upload: an emojis upload by the caller, used once; a GIF is animated; servable once used', async (t) => {
+    const gif = await sharp({ create: { width: 8, height: 8, channels: 3, background: { r: 200, g: 10, b: 10 } } }).gif().toBuffer();
+    const gifId = await uploadImage(s, owner, 'emojis', { bytes: gif, filename: 'spin.gif', contentType: 'image/gif' });
+    const animated = await create({ name: 'spin', parent }, gifId);
+    t.same([animated.status, animated.body.animated], [200, true], 'animated: true');
+    t.notOk('animated' in (await create({ name: 'still', parent })).body, 'a PNG is not (omitted)');
+
+    const attachment = await uploadImage(s, owner, 'attachments');
+    t.same([(await create({ name: 'x', parent }, attachment)).status], [404], 'an attachments upload: wrong tag');
+    const theirs = await uploadImage(s, member, 'emojis');
+    t.equal((await create({ name: 'x', parent }, theirs)).status, 404, "another user's upload");
+    t.equal((await create({ name: 'x', parent }, '01HZZZZZZZZZZZZZZZZZZZZZZZ')).status, 404, 'no such upload');
+
+    const id = await nextId();
+    t.equal((await get(`${s.mediaUrl}/emojis/${id}`)).status, 404, 'not servable before it is used');
+    const refused = await create({ name: 'x', parent }, id, member);
+    t.same([refused.status, refused.body.permission], [403, 'ManageCustomisation'], 'someone without the permission (and not the uploader)');
+    t.equal((await create({ name: 'x', parent: { type: 'Detached' } }, id)).status, 400, 'a refused create');
+    t.equal((await create({ name: 'kept', parent }, id)).status, 200, 'the upload was not consumed by the refusals');
+    t.equal((await get(`${s.mediaUrl}/emojis/${id}`)).status, 200, 'servable once used');
+    t.equal((await owner.api.del(`/custom/emoji/${id}`)).status, 204);
+    t.equal((await create({ name: 'reused', parent }, id)).status, 404, 'a used upload cannot make a second emoji');
   });
 
   t.test('list, fetch, delete; POST /servers/:id/emojis is not a route', async (t) => {
@@ -63,7 +90,7 @@ t.test('custom emoji', async (t) => {
   });
 
   t.test('reactions with a deleted emoji are refused', async (t) => {
-    const id = nextId();
+    const id = await nextId();
     await create({ name: 'short_lived', parent }, id);
     const m = (await member.api.post(`/channels/${srv.general}/messages`, { content: 'x' })).body._id;
     t.equal((await member.api.put(`/channels/${srv.general}/messages/${m}/reactions/${id}`)).status, 204);
@@ -71,14 +98,14 @@ t.test('custom emoji', async (t) => {
     t.equal((await owner.api.put(`/channels/${srv.general}/messages/${m}/reactions/${id}`)).status, 404, 'a new reaction with it: 404');
     t.equal((await member.api.del(`/channels/${srv.general}/messages/${m}/reactions/${id}`)).status, 204, 'an old one can still be removed');
     const elsewhere = await createServer(owner, 'Elsewhere');
-    const foreign = nextId();
+    const foreign = await nextId();
     await create({ name: 'foreign', parent: { type: 'Server', id: elsewhere.id } }, foreign);
     t.equal((await owner.api.put(`/channels/${srv.general}/messages/${m}/reactions/${foreign}`)).status, 404, "another server's emoji");
   });
 
   t.test('client events on the server route; ServerCreate of a joiner carries the emoji', async (t) => {
     const fresh = await createServer(owner, 'Events');
-    const [a, b] = [nextId(), nextId()];
+    const [a, b] = [await nextId(), await nextId()];
     const emojiA = (await create({ name: 'a', parent: { type: 'Server', id: fresh.id } }, a)).body;
     await create({ name: 'b', parent: { type: 'Server', id: fresh.id } }, b);
     await owner.api.del(`/custom/emoji/${b}`);

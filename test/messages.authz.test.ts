@@ -6,6 +6,7 @@ import t from 'tap';
 import { API_ROUTES } from '../src/http/routes/index.ts';
 import { Permission as P, type PermissionName } from '../src/permissions/bits.ts';
 import { signup, type Res, type TestUser } from './helpers/http.ts';
+import { createEmoji, uploadImage } from './helpers/messages.ts';
 import { createServer, join } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
 
@@ -79,7 +80,25 @@ t.test('authorization table of messages and emoji', async (t) => {
         return (u) => u.api.patch(`${M(c)}/${u === plain ? byPlain : byHolder}`, { embeds: [{ title: 'e' }] });
       },
     },
-    { bit: 'UploadFiles', what: 'send attachments (the permission passes; no such upload)', ok: 404, prepare: async (c) => (u) => u.api.post(M(c), { content: 'x', attachments: ['nofile'] }) },
+    {
+      bit: 'UploadFiles',
+      what: 'send attachments',
+      ok: 200,
+      prepare: async (c) => {
+        const file = await uploadImage(s, holder, 'attachments');
+        return (u) => u.api.post(M(c), { content: 'x', attachments: [file] });
+      },
+    },
+    {
+      bit: 'UploadFiles',
+      what: 'embed media',
+      ok: 200,
+      extra: P.SendEmbeds,
+      prepare: async (c) => {
+        const file = await uploadImage(s, holder, 'attachments');
+        return (u) => u.api.post(M(c), { embeds: [{ title: 'with media', media: file }] });
+      },
+    },
     { bit: 'React', what: 'interaction reactions on send', ok: 200, prepare: async (c) => (u) => u.api.post(M(c), { content: 'x', interactions: { reactions: ['👍'] } }) },
     {
       bit: 'React',
@@ -174,8 +193,8 @@ t.test('authorization table of messages and emoji', async (t) => {
       what: 'create emoji',
       ok: 200,
       prepare: async () => {
-        let n = 0;
-        return (u) => u.api.put(`/custom/emoji/01HQ${String(++n).padStart(22, '0')}`, { name: 'made', parent: { type: 'Server', id: srv.id } });
+        const file = await uploadImage(s, holder, 'emojis');
+        return (u) => u.api.put(`/custom/emoji/${file}`, { name: 'made', parent: { type: 'Server', id: srv.id } });
       },
     },
     {
@@ -183,8 +202,7 @@ t.test('authorization table of messages and emoji', async (t) => {
       what: "delete another's emoji",
       ok: 204,
       prepare: async () => {
-        const id = '01HR0000000000000000000000';
-        await owner.api.put(`/custom/emoji/${id}`, { name: 'target', parent: { type: 'Server', id: srv.id } });
+        const id = (await createEmoji(s, owner, srv.id, 'target'))._id;
         return (u) => u.api.del(`/custom/emoji/${id}`);
       },
     },
@@ -255,8 +273,7 @@ t.test('authorization table of messages and emoji', async (t) => {
   t.test('emoji: fetch and list for members only; the creator deletes without ManageCustomisation', async (t) => {
     const creatorRole = await role('emoji maker', P.ManageCustomisation);
     await owner.api.patch(`${S}/members/${holder.userId}`, { roles: [creatorRole] });
-    const id = '01HS0000000000000000000000';
-    t.equal((await holder.api.put(`/custom/emoji/${id}`, { name: 'mine', parent: { type: 'Server', id: srv.id } })).status, 200);
+    const id = (await createEmoji(s, holder, srv.id, 'mine'))._id;
     await owner.api.patch(`${S}/members/${holder.userId}`, { roles: [] });
     t.equal((await plain.api.get(`/custom/emoji/${id}`)).status, 200, 'a member fetches it');
     t.equal((await outsider.api.get(`/custom/emoji/${id}`)).status, 404, 'a non-member does not');

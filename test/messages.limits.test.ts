@@ -3,6 +3,7 @@
 // (server stream).
 import t from 'tap';
 import { client, signup } from './helpers/http.ts';
+import { uploadImage } from './helpers/messages.ts';
 import { createServer } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
 
@@ -48,7 +49,9 @@ t.test('limits under concurrency across two API processes', async (t) => {
   });
 
   t.test('100 custom emoji per server: 20 concurrent creates on 95 leave exactly 100', async (t) => {
-    const id = (i: number) => `01HT${String(i).padStart(22, '0')}`;
+    const uploads: string[] = [];
+    for (let i = 0; i < 120; i += 20) uploads.push(...(await Promise.all(Array.from({ length: 20 }, () => uploadImage(s, owner, 'emojis')))));
+    const id = (i: number) => uploads[i]!;
     for (let i = 0; i < 95; i += 10) {
       const batch = await Promise.all(
         Array.from({ length: Math.min(10, 95 - i) }, (_, k) => owner.api.put(`/custom/emoji/${id(i + k)}`, { name: `e${i + k}`, parent: { type: 'Server', id: srv.id } })),
@@ -57,7 +60,7 @@ t.test('limits under concurrency across two API processes', async (t) => {
       if (failed) throw new Error(`emoji create ${failed.status} ${failed.text}`);
     }
     const results = await Promise.all(
-      Array.from({ length: 20 }, (_, k) => (k % 2 ? viaOther : owner.api).put(`/custom/emoji/${id(100 + k)}`, { name: `race${k}`, parent: { type: 'Server', id: srv.id } })),
+      Array.from({ length: 20 }, (_, k) => (k % 2 ? viaOther : owner.api).put(`/custom/emoji/${id(96 + k)}`, { name: `race${k}`, parent: { type: 'Server', id: srv.id } })),
     );
     t.equal(results.filter((r) => r.status === 200).length, 5, 'the 96th … 100th');
     const refused = results.filter((r) => r.status === 400);
@@ -67,8 +70,8 @@ t.test('limits under concurrency across two API processes', async (t) => {
     const created = [];
     for await (const e of s.store.readAll()) if (e.stream === `server-${srv.id}` && e.type === 'EmojiCreated') created.push(e);
     t.equal(created.length, 100, '100 EmojiCreated events, nothing extra');
-    t.equal((await owner.api.put(`/custom/emoji/${id(200)}`, { name: 'over', parent: { type: 'Server', id: srv.id } })).body.type, 'TooManyEmoji', 'the 101st');
+    t.equal((await owner.api.put(`/custom/emoji/${id(116)}`, { name: 'over', parent: { type: 'Server', id: srv.id } })).body.type, 'TooManyEmoji', 'the 101st');
     t.equal((await owner.api.del(`/custom/emoji/${id(0)}`)).status, 204);
-    t.equal((await owner.api.put(`/custom/emoji/${id(200)}`, { name: 'again', parent: { type: 'Server', id: srv.id } })).status, 200, 'a deletion makes room for one');
+    t.equal((await owner.api.put(`/custom/emoji/${id(116)}`, { name: 'again', parent: { type: 'Server', id: srv.id } })).status, 200, 'a deletion makes room for one');
   });
 });

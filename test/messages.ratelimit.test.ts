@@ -3,6 +3,7 @@
 // draws on its parent server's `servers` budget.
 import t from 'tap';
 import { signup } from './helpers/http.ts';
+import { uploadImage } from './helpers/messages.ts';
 import { createServer } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
 
@@ -43,15 +44,17 @@ t.test('message and emoji rate limits', async (t) => {
     clock += 60_000;
     for (let i = 0; i < 3; i++) t.equal((await owner.api.patch(`/servers/${srv.id}`, { name: `n${i}` })).status, 200, `server edit ${i + 1}`);
     t.equal((await owner.api.post(`/servers/${srv.id}/channels`, { name: 'c' })).status, 200, 'channel create (4th)');
+    // Uploads are catch-all requests of the media server (`POST /emojis`), not the servers bucket.
+    const [e1, e2, e3] = [await uploadImage(s, owner, 'emojis'), await uploadImage(s, owner, 'emojis'), await uploadImage(s, owner, 'emojis')];
     const emoji = (id: string, server: string) => owner.api.put(`/custom/emoji/${id}`, { name: 'e', parent: { type: 'Server', id: server } });
-    const fifth = await emoji('01HU0000000000000000000001', srv.id);
+    const fifth = await emoji(e1, srv.id);
     t.same([fifth.status, fifth.headers.get('x-ratelimit-bucket'), fifth.headers.get('x-ratelimit-remaining')], [200, 'servers', '0'], 'emoji create is the 5th');
-    const sixth = await emoji('01HU0000000000000000000002', srv.id);
+    const sixth = await emoji(e2, srv.id);
     t.equal(sixth.status, 429, 'the 6th operation on the server: an emoji create');
     t.equal((await owner.api.get(`/servers/${srv.id}/emojis`)).status, 429, 'the budget is the server\'s');
-    t.equal((await emoji('01HU0000000000000000000003', other.id)).status, 200, 'another server has its own budget');
+    t.equal((await emoji(e3, other.id)).status, 200, 'another server has its own budget');
     clock += 10_000;
-    t.equal((await emoji('01HU0000000000000000000002', srv.id)).status, 200, 'allowed again after the window');
+    t.equal((await emoji(e2, srv.id)).status, 200, 'allowed again after the window');
     t.equal((await owner.api.get(`/servers/${srv.id}/emojis`)).body.length, 2, 'the refused create left nothing behind');
   });
 });

@@ -32,18 +32,23 @@ export function editFileIds(cmd: EditMessage): string[] {
 /**
  * ViewChannel and SendMessage; only the author edits (403 CannotEditMessage); SendEmbeds for embeds,
  * UploadFiles for embed media; at most 5 embeds; the edited message must fit the body ceiling (422
- * PayloadTooLarge). An edit that changes nothing appends nothing.
+ * PayloadTooLarge). Needs no files, so a route runs it before claiming embed media.
  */
-export function decideEditMessage(cmd: EditMessage, message: MessageState, ctx: EditMessageContext): DomainEvent[] {
+export function checkEditMessage(cmd: EditMessage, message: MessageState, ctx: Omit<EditMessageContext, 'files' | 'now'>): void {
   requireAll(ctx.permissions, Permission.ViewChannel, Permission.SendMessage);
   if (message.author !== ctx.userId) throw new AppError({ type: 'CannotEditMessage' });
-  if (cmd.content === undefined && cmd.embeds === undefined) return [];
   if (cmd.embeds !== undefined && cmd.embeds.length > 0) requirePermission(ctx.permissions, Permission.SendEmbeds);
   if (editFileIds(cmd).length > 0) requirePermission(ctx.permissions, Permission.UploadFiles);
   if (cmd.embeds !== undefined && cmd.embeds.length > MESSAGE_LIMITS.embeds) throw new AppError({ type: 'TooManyEmbeds', max: MESSAGE_LIMITS.embeds });
   const content = cmd.content ?? message.content;
   const embeds = cmd.embeds ?? message.embeds ?? [];
   if (bodyLength(content, embeds) > MESSAGE_LIMITS.bodyCeiling) throw new AppError({ type: 'PayloadTooLarge' });
+}
+
+/** Checks the edit (`checkEditMessage`) and returns `MessageEdited`; an edit that changes nothing appends nothing. */
+export function decideEditMessage(cmd: EditMessage, message: MessageState, ctx: EditMessageContext): DomainEvent[] {
+  checkEditMessage(cmd, message, ctx);
+  if (cmd.content === undefined && cmd.embeds === undefined) return [];
   const data: { content?: string; embeds?: ReturnType<typeof toTextEmbed>[] } = {};
   if (cmd.content !== undefined) data.content = cmd.content;
   if (cmd.embeds !== undefined) {

@@ -4,7 +4,7 @@ import { AppError } from '../../../errors.ts';
 import type { UserProfile } from '../../../domain/account/state.ts';
 import { messageStream } from '../../../domain/message/events.ts';
 import { parseMentions } from '../../../domain/message/mentions.ts';
-import { checkSendMessage, decideSendMessage, type SendMessage } from '../../../domain/message/sendMessage.ts';
+import { checkSendMessage, decideSendMessage, fileIdsOf, type SendMessage } from '../../../domain/message/sendMessage.ts';
 import type { MemberObject } from '../../../domain/models.ts';
 import { channelPermissionsOf } from '../../../domain/server/permissions.ts';
 import { validateKey } from '../../../idempotency/store.ts';
@@ -16,6 +16,7 @@ import { loadMessages } from '../../../readmodel/messages.ts';
 import type { AppDeps } from '../../deps.ts';
 import { defineRoute, type RouteContext } from '../../route.ts';
 import { presentUser } from '../users/present.ts';
+import { claimAttachments, fileLocks, referenceAvatar } from './files.ts';
 import { currentMessage } from './present.ts';
 import { embedOf, SendBody } from './schemas.ts';
 
@@ -28,9 +29,13 @@ function headerKey(rc: RouteContext<SendBody, undefined>): string | undefined {
 /** Appends the message (and what it claims); resolves with its server's id once it is projected. */
 async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Promise<string> {
   const { deps } = rc;
-  const done = await deps.executor.execute(rc.meta, [messageStream(cmd.messageId)], async () => {
+  const avatar = cmd.masquerade?.avatar;
+  const locks = [messageStream(cmd.messageId), ...fileLocks(deps, fileIdsOf(cmd), avatar)];
+  const done = await deps.executor.execute(rc.meta, locks, async () => {
     const access = await channelAccess(deps, cmd.channelId, cmd.authorId);
     checkSendMessage(cmd, access.permissions);
+    const claimed = await claimAttachments(deps, fileIdsOf(cmd), cmd.authorId, cmd.messageId);
+    const avatarWrites = avatar === undefined ? [] : await referenceAvatar(deps, avatar, cmd.authorId, cmd.messageId);
 
     const replyIds = [...new Set(cmd.replies.map((r) => r.id))];
     const targets = await loadMessages(deps.readModels, cmd.channelId, replyIds);
@@ -54,10 +59,11 @@ async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Pr
       roles: new Set(Object.keys(access.server.roles)),
       replies,
       canView,
-      files: {},
+      files: claimed.files,
       emojis: new Set(access.server.emojis ?? []),
     });
-    return { writes: [{ stream: messageStream(cmd.messageId), scope: access.server._id, expected: 'no_stream', events }], result: access.server._id };
+    const message = { stream: messageStream(cmd.messageId), scope: access.server._id, expected: 'no_stream' as const, events };
+    return { writes: [message, ...claimed.writes, ...avatarWrites], result: access.server._id };
   });
   return done.result;
 }
