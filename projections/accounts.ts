@@ -45,6 +45,8 @@ export const accountsProjection: Projection = {
       case 'SessionRevoked': {
         const s = before?.sessions[e.data.sessionId];
         if (s) tx.del(rm.session(s.tokenHash));
+        // Internal to the gateway (never forwarded): the session's sockets get Logout and are closed.
+        tx.emit({ kind: 'user', userId }, { type: 'DeleteSession', user_id: userId, session_id: e.data.sessionId });
         break;
       }
       case 'UserOnboarded':

@@ -52,7 +52,9 @@ export interface ProjectionTx {
   zrem(key: string, ...members: string[]): void;
   /**
    * Publishes a client event to the gateway (only in live mode; suppressed while rebuilding).
-   * `route` says who may receive it; the gateway applies the permission filter.
+   * `route` says who may receive it; the gateway applies the permission filter. `payload.type` must be a
+   * Revolt event type listed in `CLIENT_EVENT_TYPES` (src/gateway/protocol.ts) or an internal one of
+   * `INTERNAL_EVENT_TYPES`; anything else is dropped by the gateway.
    */
   emit(route: ClientEventRoute, payload: Record<string, unknown>): void;
   /** The partition and generation this batch belongs to (diagnostics). */

@@ -94,6 +94,12 @@ const schema = z
     /** TEST HOOK: every media job sleeps this long before processing (tests of crashes and deadlines only). */
     MEDIA_TEST_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(0),
     INVITE_ONLY: bool.default(false),
+    /** Milliseconds between the events gateway's pings; a socket that missed the previous ping is cut. */
+    GATEWAY_HEARTBEAT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+    /** Unsent bytes a gateway socket may have before it is cut as too slow. */
+    GATEWAY_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1024).max(1_073_741_824).default(8_388_608),
+    /** Milliseconds a socket opened without `?token=` has to send `Authenticate`. */
+    GATEWAY_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   })
   .superRefine((c, ctx) => {
     if (c.VOICE_ENABLED) {
@@ -154,6 +160,8 @@ export interface Config {
   /** Test hook: delay injected before each media job (ms); 0 outside tests. */
   mediaTestDelayMs: number;
   inviteOnly: boolean;
+  /** Events gateway: ping interval (ms), unsent-bytes limit per socket, time to authenticate (ms). */
+  gateway: { heartbeatMs: number; maxBufferedBytes: number; authTimeoutMs: number };
 }
 
 /** VOICE_ENABLED with its LiveKit server, or voice off. */
@@ -223,6 +231,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mediaJobLockMs: c.MEDIA_JOB_LOCK_MS,
     mediaTestDelayMs: c.MEDIA_TEST_DELAY_MS,
     inviteOnly: c.INVITE_ONLY,
+    gateway: {
+      heartbeatMs: c.GATEWAY_HEARTBEAT_MS,
+      maxBufferedBytes: c.GATEWAY_MAX_BUFFERED_BYTES,
+      authTimeoutMs: c.GATEWAY_AUTH_TIMEOUT_MS,
+    },
   };
 }
 

@@ -16,6 +16,7 @@ import type { AppDeps } from './http/deps.ts';
 import { API_ROUTES } from './http/routes/index.ts';
 import { IdempotencyStore } from './idempotency/store.ts';
 import { createLogger, type Logger } from './log.ts';
+import { startGateway, type Gateway } from './gateway/gateway.ts';
 import { createMediaApp } from './media/app.ts';
 import { BlobStore } from './media/blobs.ts';
 import { UploadQueues } from './media/uploads.ts';
@@ -51,6 +52,8 @@ export interface Service {
   /** Blobs under `DATA_DIR/files`. */
   blobs: BlobStore;
   apiServer: Server | undefined;
+  /** The events gateway on the API server (role `api`). */
+  gateway: Gateway | undefined;
   mediaServer: Server | undefined;
   /** Base URL of the API (actual port). */
   apiUrl: string;
@@ -158,6 +161,20 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     log.info({ url: apiUrl }, 'api listening');
   }
 
+  let gateway: Gateway | undefined;
+  if (apiServer) {
+    gateway = await startGateway({
+      server: apiServer,
+      readModels,
+      redisUrl: config.redisUrl,
+      prefix: config.redisPrefix,
+      partitions: config.projectorPartitions,
+      log,
+      now,
+      ...config.gateway,
+    });
+  }
+
   const blobs = new BlobStore(path.join(config.dataDir, 'files'));
 
   let mediaWorkers: MediaWorkers | undefined;
@@ -193,11 +210,14 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     uploads,
     blobs,
     apiServer,
+    gateway,
     mediaServer,
     apiUrl,
     mediaUrl,
     onStop: [],
     async stop() {
+      // Sockets first: an open WebSocket would keep the API server from closing.
+      await service.gateway?.close();
       await Promise.all([closeServer(service.apiServer), closeServer(service.mediaServer)]);
       for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
       await uploads?.close();

@@ -1,0 +1,280 @@
+/**
+ * The events gateway (DESIGN §4 "events gateway"): a WebSocket endpoint on the API's HTTP server at `/ws`,
+ * speaking Revolt's protocol version 1 in JSON.
+ *
+ * Connection: `?version=1&format=json&token=<session token>` authenticates at once; without `token` the
+ * client sends `{"type":"Authenticate","token":…}`. A token that is not a live session gets
+ * `Error {InvalidSession}` and the socket is closed. Then `Authenticated`, then `Ready`, then live events —
+ * nothing else before Ready (client frames that arrive meanwhile are answered after it).
+ *
+ * Liveness: the gateway pings every socket each heartbeat interval and cuts a socket that did not answer
+ * the previous ping; a socket whose unsent data passes the buffer limit is cut at once. Typing indicators
+ * go through Redis pub/sub (they are not history), to the sockets that can see the channel on every
+ * API process.
+ */
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import type { SessionRecord } from '../../projections/accounts.ts';
+import { hashToken } from '../domain/account/secrets.ts';
+import { controlKeys, rm } from '../readmodel/keys.ts';
+import type { ReadModels } from '../readmodel/reader.ts';
+import { Hub } from './hub.ts';
+import { ClientFrame, CLIENT_FRAME_TYPES, errorFrame, readyFields, type GatewayError, type ReadyField } from './protocol.ts';
+import { buildReady } from './ready.ts';
+import { GatewaySocket, type DropReason } from './socket.ts';
+import { ClientEventReader } from './streams.ts';
+
+/** The path of the WebSocket endpoint on the API server. */
+export const GATEWAY_PATH = '/ws';
+
+/** Options of the gateway. */
+export interface GatewayOptions {
+  /** The API's HTTP server (the gateway answers its upgrade requests). */
+  server: Server;
+  readModels: ReadModels;
+  redisUrl: string;
+  prefix: string;
+  partitions: number;
+  log: Logger;
+  now: () => number;
+  /** Interval of server pings (ms); a socket that has not answered the previous ping by the next is cut. */
+  heartbeatMs: number;
+  /** Unsent bytes a socket may have before it is cut as too slow. */
+  maxBufferedBytes: number;
+  /** How long a socket without `?token=` may take to send `Authenticate` (ms). */
+  authTimeoutMs: number;
+}
+
+/** Counters for tests and diagnostics. */
+export interface GatewayStats {
+  /** Sockets open now. */
+  readonly connections: number;
+  /** Sockets dropped by the gateway, by reason. */
+  readonly dropped: Readonly<Record<DropReason, number>>;
+  /** Redis reads made by the permission facts cache. */
+  readonly factLoads: number;
+  /** Servers in the facts cache. */
+  readonly cachedServers: number;
+}
+
+/** A running gateway. */
+export interface Gateway {
+  readonly stats: GatewayStats;
+  /** Closes every socket (1001 going away), stops reading events and closes its Redis connections. */
+  close(): Promise<void>;
+}
+
+/** A typing relay message on the pub/sub channel. */
+interface TypingMessage {
+  server: string;
+  channel: string;
+  user: string;
+  start: boolean;
+}
+
+/** Starts the gateway on the API server. */
+export async function startGateway(o: GatewayOptions): Promise<Gateway> {
+  const log = o.log.child({ part: 'gateway' });
+  const typingChannel = `${controlKeys(o.prefix).controlChannel}:typing`;
+  const dropped: Record<DropReason, number> = { slow: 0, dead: 0, logout: 0, shutdown: 0, auth: 0, overflow: 0, error: 0 };
+  const hub = new Hub({ readModels: o.readModels, log, now: o.now, maxPending: 10_000 });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });
+  let closing = false;
+
+  const onDrop = (s: GatewaySocket, reason: DropReason) => {
+    dropped[reason]++;
+    if (reason !== 'shutdown') log.debug({ userId: s.userId || undefined, reason }, 'socket dropped');
+    hub.remove(s);
+  };
+
+  const reader = new ClientEventReader({
+    redisUrl: o.redisUrl,
+    prefix: o.prefix,
+    partitions: o.partitions,
+    log,
+    onEvent: (event) => hub.enqueue(() => hub.dispatch(event)),
+  });
+  await reader.start();
+
+  const typingSub = new Redis(o.redisUrl, { maxRetriesPerRequest: null, enableOfflineQueue: true, connectTimeout: 5000 });
+  typingSub.on('error', (err) => log.debug({ err: err.message }, 'gateway typing subscriber: redis error'));
+  typingSub.on('message', (channel: string, message: string) => {
+    if (channel !== typingChannel) return;
+    let m: TypingMessage;
+    try {
+      m = JSON.parse(message) as TypingMessage;
+    } catch {
+      return;
+    }
+    const frame = { type: m.start ? 'ChannelStartTyping' : 'ChannelStopTyping', id: m.channel, user: m.user };
+    for (const s of hub.subscribersOf(m.server)) if (s.state === 'ready' && s.sees(m.server, m.channel)) s.send(frame);
+  });
+  await typingSub.subscribe(typingChannel);
+
+  /** Sends an error frame and closes the socket. */
+  const fail = (s: GatewaySocket, error: GatewayError, reason: DropReason = 'auth') => {
+    s.send(errorFrame(error));
+    s.drop(reason, 1000, error.type);
+  };
+
+  /** Authenticates, sends Authenticated and Ready, and hands the socket over to live delivery. */
+  const authenticate = async (s: GatewaySocket, token: string, fields: ReadonlySet<ReadyField>) => {
+    s.state = 'preparing';
+    // Queue events before reading anything: whatever Ready misses arrives after it.
+    hub.startPreparing(s);
+    try {
+      const session = token.length <= 256 ? await o.readModels.getJson<SessionRecord>(rm.session(hashToken(token))) : null;
+      if (s.isClosed()) return;
+      if (!session) return fail(s, { type: 'InvalidSession' });
+      s.userId = session.userId;
+      s.sessionId = session.sessionId;
+      const ready = await buildReady({ readModels: o.readModels, now: o.now }, session.userId, fields);
+      if (s.isClosed()) return;
+      if (!ready) return fail(s, { type: 'OnboardingNotFinished' });
+      s.send({ type: 'Authenticated' });
+      s.send(ready.frame);
+      await hub.activate(s, ready.visible);
+      const held = s.heldFrames;
+      s.heldFrames = [];
+      for (const raw of held) onFrame(s, raw);
+    } catch (err) {
+      log.warn({ err }, 'gateway: could not prepare a socket');
+      fail(s, { type: 'InternalError', at: 'Ready' }, 'error');
+    }
+  };
+
+  /** One frame from a client. */
+  const onFrame = (s: GatewaySocket, raw: string) => {
+    if (s.state === 'closed') return;
+    if (s.state === 'preparing') {
+      s.heldFrames.push(raw);
+      return;
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      s.send(errorFrame({ type: 'MalformedData', msg: 'frame is not JSON' }));
+      return;
+    }
+    const type = (json as { type?: unknown } | null)?.type;
+    if (typeof type !== 'string' || !CLIENT_FRAME_TYPES.has(type)) return;
+    const parsed = ClientFrame.safeParse(json);
+    if (!parsed.success) {
+      s.send(errorFrame({ type: 'MalformedData', msg: `bad ${type} frame` }));
+      return;
+    }
+    const f = parsed.data;
+    if (s.state === 'unauthenticated') {
+      // Before authentication only Authenticate counts (bonfire ignores everything else).
+      if (f.type === 'Authenticate') void authenticate(s, f.token, s.fields);
+      return;
+    }
+    switch (f.type) {
+      case 'Authenticate':
+        s.send(errorFrame({ type: 'AlreadyAuthenticated' }));
+        return;
+      case 'Ping':
+        if (f.responded === undefined) s.send({ type: 'Pong', data: f.data });
+        return;
+      case 'BeginTyping':
+      case 'EndTyping': {
+        // Only a channel the socket can see: its server is the one whose visible set holds it.
+        for (const [serverId, channels] of s.servers) {
+          if (!channels.has(f.channel)) continue;
+          const m: TypingMessage = { server: serverId, channel: f.channel, user: s.userId, start: f.type === 'BeginTyping' };
+          void o.readModels.redis.publish(typingChannel, JSON.stringify(m)).catch(() => {});
+          return;
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  };
+
+  const onConnection = (ws: WebSocket, req: IncomingMessage) => {
+    const s = new GatewaySocket(ws, o.maxBufferedBytes, onDrop);
+    hub.add(s);
+    const params = new URL(req.url ?? '/', 'http://gateway').searchParams;
+    s.fields = readyFields(params);
+    ws.on('pong', () => (s.awaitingPong = false));
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      s.awaitingPong = false;
+      if (isBinary) return;
+      onFrame(s, data.toString());
+    });
+    ws.on('error', (err) => log.debug({ err: err.message }, 'socket error'));
+    ws.on('close', () => {
+      if (s.state !== 'closed') {
+        s.state = 'closed';
+        hub.remove(s);
+      }
+    });
+    const format = params.get('format');
+    if (format !== null && format !== 'json') return fail(s, { type: 'MalformedData', msg: 'only format=json is supported' });
+    const token = params.get('token');
+    if (token) void authenticate(s, token, s.fields);
+    else {
+      setTimeout(() => {
+        if (s.state === 'unauthenticated') fail(s, { type: 'InvalidSession' });
+      }, o.authTimeoutMs).unref();
+    }
+  };
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== GATEWAY_PATH && path !== `${GATEWAY_PATH}/`) {
+      socket.end('HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"type":"NotFound"}');
+      return;
+    }
+    if (closing) {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"type":"InternalError"}');
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, req));
+  };
+  o.server.on('upgrade', onUpgrade);
+
+  const heartbeat = setInterval(() => {
+    for (const s of hub.sockets) {
+      if (s.state === 'closed') continue;
+      if (s.awaitingPong) {
+        s.drop('dead');
+        continue;
+      }
+      s.awaitingPong = true;
+      try {
+        s.ws.ping();
+      } catch {
+        s.drop('dead');
+      }
+    }
+  }, o.heartbeatMs);
+  heartbeat.unref();
+
+  return {
+    get stats(): GatewayStats {
+      return { connections: hub.sockets.size, dropped: { ...dropped }, factLoads: hub.facts.stats.loads, cachedServers: hub.facts.size };
+    },
+    async close() {
+      if (closing) return;
+      closing = true;
+      o.server.off('upgrade', onUpgrade);
+      clearInterval(heartbeat);
+      const open = [...wss.clients];
+      for (const s of [...hub.sockets]) s.drop('shutdown', 1001, 'going away');
+      // Wait (briefly) for the closing handshakes; the sockets' own timers cut whoever does not answer.
+      await Promise.race([
+        Promise.all(open.map((ws) => (ws.readyState === ws.CLOSED ? undefined : new Promise((r) => ws.once('close', r))))),
+        new Promise((r) => setTimeout(r, 2500).unref()),
+      ]);
+      await reader.stop();
+      typingSub.disconnect();
+      await new Promise<void>((r) => wss.close(() => r()));
+    },
+  };
+}

@@ -1,0 +1,386 @@
+/**
+ * The dispatcher: which local socket receives which client event, and in what form (bonfire's topics and
+ * per-socket rewriting, reference §9).
+ *
+ * - `channel` route: sockets subscribed to the server that were told they can see the channel. ChannelCreate
+ *   and ChannelUpdate are judged by the permission engine on the cached facts: a channel that becomes
+ *   visible arrives as ChannelCreate, one that becomes hidden as ChannelDelete.
+ * - `server` route: sockets subscribed to the server (by subscription, not membership: the member who left
+ *   still gets its ServerMemberLeave). A change of server permissions (ServerUpdate with default
+ *   permissions, ServerRoleUpdate of permissions or rank, ServerRoleDelete, ServerRoleRanksUpdate, the
+ *   socket's own ServerMemberUpdate of roles or timeout) recomputes the socket's visible channels and
+ *   arrives as `Bulk {v: [ChannelDelete…, ChannelCreate…, event]}`. ServerDelete, and ServerMemberLeave of
+ *   the socket's own user, unsubscribe.
+ * - `user` route: the user's sockets. ServerCreate subscribes them; the internal DeleteSession sends Logout
+ *   to the sockets of that session and closes them.
+ * - `userPresence` route: the user's sockets and every socket subscribed to a server the user is in.
+ *
+ * Everything runs on one queue per process, so events keep their stream order (per channel: one server's
+ * events come from one partition stream) and a socket's hand-over from Ready to live events loses nothing.
+ */
+import type { Logger } from 'pino';
+import type { ChannelState } from '../domain/channel/state.ts';
+import { presentChannel } from '../domain/channel/state.ts';
+import type { MemberObject } from '../domain/models.ts';
+import { rm } from '../readmodel/keys.ts';
+import type { ReadModels } from '../readmodel/reader.ts';
+import { FactsCache } from './facts.ts';
+import { CLIENT_EVENT_TYPES, INTERNAL_EVENT_TYPES } from './protocol.ts';
+import type { GatewaySocket, QueuedEvent } from './socket.ts';
+
+/** A client event with what the dispatcher worked out once for all sockets. */
+interface Dispatched extends QueuedEvent {
+  /** For `userPresence`: the servers the user is a member of. */
+  presence?: Set<string>;
+}
+
+/** Options of the hub. */
+export interface HubOptions {
+  readModels: ReadModels;
+  log: Logger;
+  now: () => number;
+  /** Most events queued for a socket while its Ready is built; beyond it the socket is dropped. */
+  maxPending: number;
+}
+
+/** Whether a ServerMemberUpdate can change what its member may see. */
+function memberPermissionsChanged(p: Record<string, unknown>): boolean {
+  const data = (p.data ?? {}) as Record<string, unknown>;
+  const clear = Array.isArray(p.clear) ? (p.clear as string[]) : [];
+  return 'roles' in data || 'timeout' in data || clear.includes('Roles') || clear.includes('Timeout');
+}
+
+/** Whether a server-route event can change which channels members may see. */
+function serverPermissionsChanged(p: Record<string, unknown>): boolean {
+  const data = (p.data ?? {}) as Record<string, unknown>;
+  switch (p.type) {
+    case 'ServerUpdate':
+      return 'default_permissions' in data;
+    case 'ServerRoleUpdate':
+      return 'permissions' in data || 'rank' in data;
+    case 'ServerRoleDelete':
+    case 'ServerRoleRanksUpdate':
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** The local sockets and the delivery rules. */
+export class Hub {
+  readonly sockets = new Set<GatewaySocket>();
+  readonly facts: FactsCache;
+  private readonly byUser = new Map<string, Set<GatewaySocket>>();
+  private readonly byServer = new Map<string, Set<GatewaySocket>>();
+  private readonly preparing = new Set<GatewaySocket>();
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(private readonly o: HubOptions) {
+    this.facts = new FactsCache(o.readModels);
+  }
+
+  /** Runs `task` after everything queued before it; a failing task is logged and does not stop the queue. */
+  enqueue(task: () => Promise<void> | void): Promise<void> {
+    const run = this.chain.then(task).catch((err: unknown) => this.o.log.error({ err }, 'gateway task failed'));
+    this.chain = run;
+    return run;
+  }
+
+  /** A socket was accepted. */
+  add(s: GatewaySocket): void {
+    this.sockets.add(s);
+  }
+
+  /** From now on the socket's events are queued until `activate` (call before reading anything for Ready). */
+  startPreparing(s: GatewaySocket): void {
+    this.preparing.add(s);
+  }
+
+  /**
+   * Hands a socket over to live delivery: subscribes it to the servers Ready listed, then replays the events
+   * that arrived meanwhile. Runs on the queue, so nothing slips between the replay and the live events.
+   */
+  activate(s: GatewaySocket, visible: Map<string, Set<string>>): Promise<void> {
+    return this.enqueue(async () => {
+      this.preparing.delete(s);
+      if (s.state === 'closed') return;
+      let users = this.byUser.get(s.userId);
+      if (!users) this.byUser.set(s.userId, (users = new Set()));
+      users.add(s);
+      for (const [serverId, channels] of visible) this.subscribe(s, serverId, channels);
+      const pending = s.pending;
+      s.pending = [];
+      s.state = 'ready';
+      for (const ev of pending) {
+        if (s.state !== 'ready') break;
+        await this.deliver(s, ev);
+      }
+    });
+  }
+
+  /** A socket closed: forget it everywhere. */
+  remove(s: GatewaySocket): void {
+    this.sockets.delete(s);
+    this.preparing.delete(s);
+    const users = this.byUser.get(s.userId);
+    users?.delete(s);
+    if (users?.size === 0) this.byUser.delete(s.userId);
+    for (const serverId of [...s.servers.keys()]) this.unsubscribe(s, serverId);
+  }
+
+  private subscribe(s: GatewaySocket, serverId: string, channels: Set<string>): void {
+    s.servers.set(serverId, channels);
+    let set = this.byServer.get(serverId);
+    if (!set) this.byServer.set(serverId, (set = new Set()));
+    set.add(s);
+  }
+
+  private unsubscribe(s: GatewaySocket, serverId: string): void {
+    s.servers.delete(serverId);
+    const set = this.byServer.get(serverId);
+    set?.delete(s);
+    if (set?.size === 0) {
+      this.byServer.delete(serverId);
+      // Nobody here needs the server's facts any more.
+      this.facts.drop(serverId);
+    }
+  }
+
+  /** The local sockets of a user that receive events (Ready sent). */
+  socketsOf(userId: string): GatewaySocket[] {
+    return [...(this.byUser.get(userId) ?? [])];
+  }
+
+  /** The local sockets subscribed to a server. */
+  subscribersOf(serverId: string): GatewaySocket[] {
+    return [...(this.byServer.get(serverId) ?? [])];
+  }
+
+  /** Dispatches one client event from the streams (call through `enqueue`, in stream order). */
+  async dispatch(event: QueuedEvent): Promise<void> {
+    const type = event.payload.type;
+    if (!CLIENT_EVENT_TYPES.has(type) && !INTERNAL_EVENT_TYPES.has(type)) {
+      this.o.log.warn({ type }, 'gateway: dropped an event of a type no client knows');
+      return;
+    }
+    const ev: Dispatched = { ...event };
+    if (ev.route.kind === 'userPresence') {
+      ev.presence = new Set(await this.o.readModels.smembers(rm.userServers(ev.route.userId)));
+    }
+    await this.updateFacts(ev);
+    for (const s of this.preparing) {
+      if (s.pending.length >= this.o.maxPending) s.drop('overflow');
+      else s.pending.push(ev);
+    }
+    for (const s of this.candidates(ev)) {
+      if (s.state === 'ready') await this.deliver(s, ev);
+    }
+  }
+
+  /** The sockets an event may concern (each is then judged by `deliver`). */
+  private candidates(ev: Dispatched): GatewaySocket[] {
+    const r = ev.route;
+    switch (r.kind) {
+      case 'channel':
+      case 'server':
+        return this.subscribersOf(r.serverId);
+      case 'user':
+        return this.socketsOf(r.userId);
+      case 'userPresence': {
+        const out = new Set(this.socketsOf(r.userId));
+        for (const serverId of ev.presence ?? []) for (const s of this.byServer.get(serverId) ?? []) out.add(s);
+        return [...out];
+      }
+    }
+  }
+
+  /** Keeps the facts cache in step with the event (once per event, before any socket is judged). */
+  private async updateFacts(ev: Dispatched): Promise<void> {
+    const p = ev.payload;
+    const r = ev.route;
+    if (r.kind === 'channel') {
+      if (p.type === 'ChannelCreate') {
+        const { type: _type, ...channel } = p;
+        this.facts.putChannel(r.serverId, { ...(channel as unknown as ChannelState), revision: -1 });
+      } else if (p.type === 'ChannelUpdate') {
+        await this.facts.reloadChannel(r.serverId, r.channelId);
+      }
+      return;
+    }
+    if (r.kind === 'user') {
+      if (p.type === 'ServerCreate') this.facts.forgetMember(String(p.id), r.userId);
+      return;
+    }
+    if (r.kind !== 'server') return;
+    switch (p.type) {
+      case 'ServerUpdate':
+      case 'ServerRoleUpdate':
+      case 'ServerRoleRanksUpdate':
+        await this.facts.reloadServer(r.serverId);
+        return;
+      case 'ServerRoleDelete':
+        await this.facts.reloadAll(r.serverId);
+        return;
+      case 'ServerMemberJoin': {
+        const member = p.member as MemberObject | undefined;
+        if (member) this.facts.putMember(r.serverId, String(p.user), member);
+        else this.facts.forgetMember(r.serverId, String(p.user));
+        return;
+      }
+      case 'ServerMemberUpdate':
+        this.facts.forgetMember(r.serverId, (p.id as { user: string }).user);
+        return;
+      case 'ServerMemberLeave':
+        this.facts.putMember(r.serverId, String(p.user), null);
+        return;
+      case 'ChannelDelete':
+        this.facts.deleteChannel(r.serverId, String(p.id));
+        return;
+      case 'ServerDelete':
+        this.facts.drop(r.serverId);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Delivers one event to one socket, rewritten for it (or not at all). */
+  private async deliver(s: GatewaySocket, ev: Dispatched): Promise<void> {
+    const r = ev.route;
+    const p = ev.payload;
+    switch (r.kind) {
+      case 'user':
+        if (s.userId === r.userId) this.deliverToUser(s, p);
+        return;
+      case 'userPresence':
+        if (s.userId === r.userId || [...(ev.presence ?? [])].some((id) => s.servers.has(id))) s.send(p);
+        return;
+      case 'channel':
+        if (s.servers.has(r.serverId)) await this.deliverInChannel(s, r.serverId, r.channelId, p);
+        return;
+      case 'server':
+        if (s.servers.has(r.serverId)) await this.deliverInServer(s, r.serverId, p);
+        return;
+    }
+  }
+
+  private deliverToUser(s: GatewaySocket, p: QueuedEvent['payload']): void {
+    switch (p.type) {
+      case 'ServerCreate': {
+        const serverId = String(p.id);
+        // The client already knows the server (Ready listed it): both clients ignore a second ServerCreate.
+        if (s.servers.has(serverId)) return;
+        const channels = Array.isArray(p.channels) ? (p.channels as Array<{ _id: string }>) : [];
+        this.subscribe(s, serverId, new Set(channels.map((c) => c._id)));
+        s.send(p);
+        return;
+      }
+      case 'DeleteSession':
+        if (p.session_id === s.sessionId) {
+          s.send({ type: 'Logout' });
+          s.drop('logout', 1000, 'logged out');
+        }
+        return;
+      default:
+        if (!INTERNAL_EVENT_TYPES.has(p.type)) s.send(p);
+    }
+  }
+
+  private async deliverInChannel(s: GatewaySocket, serverId: string, channelId: string, p: QueuedEvent['payload']): Promise<void> {
+    if (p.type === 'ChannelCreate' || p.type === 'ChannelUpdate') {
+      const before = s.sees(serverId, channelId);
+      const after = await this.canView(s, serverId, channelId);
+      if (p.type === 'ChannelCreate') {
+        if (!before && after) {
+          s.servers.get(serverId)!.add(channelId);
+          s.send(p);
+        }
+        return;
+      }
+      if (before && after) s.send(p);
+      else if (before && !after) {
+        s.servers.get(serverId)?.delete(channelId);
+        s.send({ type: 'ChannelDelete', id: channelId });
+      } else if (!before && after) {
+        const channel = (await this.facts.get(serverId))?.channels.get(channelId);
+        if (!channel) return;
+        s.servers.get(serverId)!.add(channelId);
+        s.send({ type: 'ChannelCreate', ...presentChannel(channel) });
+      }
+      return;
+    }
+    if (!s.sees(serverId, channelId)) return;
+    s.send(personalise(p, s.userId));
+  }
+
+  private async deliverInServer(s: GatewaySocket, serverId: string, p: QueuedEvent['payload']): Promise<void> {
+    switch (p.type) {
+      case 'ServerDelete':
+        s.send(p);
+        this.unsubscribe(s, serverId);
+        return;
+      case 'ServerMemberLeave':
+        s.send(p);
+        if (p.user === s.userId) this.unsubscribe(s, serverId);
+        return;
+      case 'ChannelDelete': {
+        const channelId = String(p.id);
+        // Only a socket that knew the channel hears of its deletion.
+        if (!s.sees(serverId, channelId)) return;
+        s.servers.get(serverId)!.delete(channelId);
+        s.send(p);
+        return;
+      }
+      case 'ServerMemberUpdate':
+        if ((p.id as { user?: string }).user === s.userId && memberPermissionsChanged(p)) {
+          s.sendAll([...(await this.recompute(s, serverId)), p]);
+        } else s.send(p);
+        return;
+      default:
+        if (serverPermissionsChanged(p)) s.sendAll([...(await this.recompute(s, serverId)), p]);
+        else s.send(p);
+    }
+  }
+
+  /** Whether the socket's user may view a channel now (cached facts). */
+  private async canView(s: GatewaySocket, serverId: string, channelId: string): Promise<boolean> {
+    const facts = await this.facts.get(serverId);
+    if (!facts) return false;
+    const member = await this.facts.member(facts, s.userId);
+    return this.facts.canView(facts, s.userId, member, channelId, this.o.now());
+  }
+
+  /**
+   * Recomputes the socket's visible channels of a server and returns the frames that bring the client's
+   * knowledge up to date (ChannelDelete for channels it lost, ChannelCreate for channels it gained).
+   */
+  private async recompute(s: GatewaySocket, serverId: string): Promise<Array<Record<string, unknown>>> {
+    const known = s.servers.get(serverId);
+    if (!known) return [];
+    const facts = await this.facts.get(serverId);
+    const member = facts ? await this.facts.member(facts, s.userId) : null;
+    const now = facts ? new Set(this.facts.visibleIds(facts, s.userId, member, this.o.now())) : new Set<string>();
+    const frames: Array<Record<string, unknown>> = [];
+    for (const id of [...known]) {
+      if (!now.has(id)) {
+        known.delete(id);
+        frames.push({ type: 'ChannelDelete', id });
+      }
+    }
+    for (const id of now) {
+      if (known.has(id)) continue;
+      const channel = facts!.channels.get(id);
+      if (!channel) continue;
+      known.add(id);
+      frames.push({ type: 'ChannelCreate', ...presentChannel(channel) });
+    }
+    return frames;
+  }
+}
+
+/** A message's embedded author as seen by the recipient (bonfire recomputes `user.relationship` per socket). */
+function personalise(p: QueuedEvent['payload'], viewerId: string): Record<string, unknown> {
+  if (p.type !== 'Message' || !p.user || typeof p.user !== 'object') return p;
+  const user = p.user as Record<string, unknown>;
+  return { ...p, user: { ...user, relationship: user._id === viewerId ? 'User' : 'None' } };
+}

@@ -1,0 +1,61 @@
+/**
+ * The Ready payload (bonfire's `generate_ready_payload`, reference §9): the user itself (relationship
+ * "User", online), the servers it is a member of, the channels of those servers it may view, its own member
+ * objects, the emoji of those servers, voice states and policy changes. Read fresh from the read models.
+ */
+import { visibleChannels, type AccessDeps } from '../access.ts';
+import type { UserProfile } from '../domain/account/state.ts';
+import type { MemberObject, ServerChannelObject } from '../domain/models.ts';
+import { presentServer, type ServerState } from '../domain/server/state.ts';
+import { rm } from '../readmodel/keys.ts';
+import type { ReadyField } from './protocol.ts';
+
+/** What Ready tells a socket, and the subscriptions that follow from it. */
+export interface ReadyResult {
+  /** The frame to send. */
+  frame: Record<string, unknown>;
+  /** Server id → ids of the channels listed as visible (the socket's initial knowledge). */
+  visible: Map<string, Set<string>>;
+}
+
+/** Emoji of the given servers (none until custom emoji have a read model). */
+async function serverEmojis(_deps: AccessDeps, _serverIds: string[]): Promise<unknown[]> {
+  return [];
+}
+
+/** Builds Ready for `userId` with the selected fields; null when the user does not exist (not onboarded). */
+export async function buildReady(deps: AccessDeps, userId: string, fields: ReadonlySet<ReadyField>): Promise<ReadyResult | null> {
+  const profile = await deps.readModels.getJson<UserProfile>(rm.user(userId));
+  if (!profile) return null;
+  const serverIds = (await deps.readModels.smembers(rm.userServers(userId))).sort();
+  const stored = await deps.readModels.mgetJson<ServerState>(serverIds.map((id) => rm.server(id)));
+  const servers: ServerState[] = [];
+  const members: MemberObject[] = [];
+  const channels: ServerChannelObject[] = [];
+  const visible = new Map<string, Set<string>>();
+  // `user:<id>:servers` is a hint (written from each server's partition): the member entry decides.
+  const memberships = await Promise.all(
+    stored.map((s) => (s ? deps.readModels.hgetJson<MemberObject>(rm.serverMembers(s._id), userId) : Promise.resolve(null))),
+  );
+  for (let i = 0; i < stored.length; i++) {
+    const server = stored[i];
+    const member = memberships[i];
+    if (!server || !member) continue;
+    servers.push(server);
+    members.push(member);
+    const seen = await visibleChannels(deps, server, userId, member);
+    channels.push(...seen);
+    visible.set(server._id, new Set(seen.map((c) => c._id)));
+  }
+
+  const frame: Record<string, unknown> = { type: 'Ready' };
+  if (fields.has('users')) frame.users = [{ ...profile, relationship: 'User', online: true }];
+  if (fields.has('servers')) frame.servers = servers.map(presentServer);
+  if (fields.has('channels')) frame.channels = channels;
+  if (fields.has('members')) frame.members = members;
+  if (fields.has('emojis')) frame.emojis = await serverEmojis(deps, servers.map((s) => s._id));
+  if (fields.has('voice_states')) frame.voice_states = [];
+  if (fields.has('policy_changes')) frame.policy_changes = [];
+  if (fields.has('channel_unreads')) frame.channel_unreads = [];
+  return { frame, visible };
+}
