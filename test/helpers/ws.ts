@@ -26,6 +26,8 @@ export interface WsClient {
   frames: Frame[];
   /** Every event, with `Bulk` frames unpacked in place. */
   events: Frame[];
+  /** Resolves when the socket is open. */
+  opened: Promise<void>;
   /** Resolves when the socket closed, with the close code and reason. */
   closed: Promise<{ code: number; reason: string }>;
   /** Sends a frame (JSON text). */
@@ -91,8 +93,10 @@ export function connectWs(s: Pick<Service, 'apiUrl'>, o: WsOptions = {}): WsClie
       };
       if (!check()) waiters.add(check as () => void);
     });
+  const opened = new Promise<void>((resolve) => ws.once('open', () => resolve()));
   return {
     ws,
+    opened,
     frames,
     events,
     closed,

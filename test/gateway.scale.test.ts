@@ -1,0 +1,118 @@
+// The gateway across processes and under stress: two API processes both deliver (events, typing, logout),
+// a socket that never reads is dropped while the others get every event, a socket that does not answer
+// pings is dropped, and a socket that never authenticates is closed.
+import t from 'tap';
+import { DEFAULT_PERMISSION_SERVER, Permission as P } from '../src/permissions/bits.ts';
+import { client, signup } from './helpers/http.ts';
+import { createServer, join } from './helpers/servers.ts';
+import { startTestService } from './helpers/service.ts';
+import { connectReady, connectWs } from './helpers/ws.ts';
+
+/** Waits until `cond` holds (checked every 20 ms); fails after `timeoutMs`. */
+async function until(cond: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+t.test('two API processes each deliver to their own sockets', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const other = await startTestService(t, { RATE_LIMITS: 'off', DATA_DIR: s.dataDir, REDIS_PREFIX: s.prefix, ROLES: 'api' });
+  t.ok(other.gateway, 'the api-only process runs a gateway');
+  t.notOk(other.projector, 'and no projector');
+  const owner = await signup(s);
+  const member = await signup(s);
+  const srv = await createServer(owner);
+  await join(owner, srv.general, member);
+
+  const here = await connectReady(s, member.token);
+  const there = await connectReady(other, member.token);
+  const ownerThere = await connectReady(other, owner.token);
+  t.same(there.frames[1]!.servers.map((x: any) => x._id), [srv.id], 'Ready on the second process');
+
+  // An event written through the first process reaches sockets on both.
+  await owner.api.patch(`/servers/${srv.id}`, { name: 'Both' });
+  for (const c of [here, there, ownerThere]) t.match(await c.waitFor((e) => e.type === 'ServerUpdate'), { data: { name: 'Both' } });
+  // And one written through the second process too.
+  await client(other, owner.token).post(`/servers/${srv.id}/channels`, { name: 'from-other' });
+  for (const c of [here, there]) t.match(await c.waitFor((e) => e.type === 'ChannelCreate'), { name: 'from-other' });
+
+  // Typing on one process is relayed to viewers on the other (Redis pub/sub).
+  ownerThere.send({ type: 'BeginTyping', channel: srv.general });
+  t.same(await here.waitFor((e) => e.type === 'ChannelStartTyping'), { type: 'ChannelStartTyping', id: srv.general, user: owner.userId });
+
+  // A logout through one process closes the session's sockets on both.
+  await member.api.post('/auth/session/logout');
+  for (const c of [here, there]) {
+    await c.waitFor((e) => e.type === 'Logout');
+    t.equal((await c.closed).code, 1000);
+  }
+  t.equal(ownerThere.ws.readyState, ownerThere.ws.OPEN, 'other users stay connected');
+  ownerThere.close();
+});
+
+t.test('a socket that never reads is dropped; the others get every event', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off', GATEWAY_MAX_BUFFERED_BYTES: String(64 * 1024) });
+  const owner = await signup(s);
+  const member = await signup(s);
+  const srv = await createServer(owner);
+  await join(owner, srv.general, member);
+  // A burst big enough to pass the kernel's socket buffers (~4 MB on loopback): each time the server default
+  // permissions give ViewChannel back, every member socket gets ChannelCreate for 100 channels of ~4 KB.
+  const big = '😀'.repeat(1000);
+  for (let i = 0; i < 100; i += 10) {
+    await Promise.all(Array.from({ length: 10 }, (_, k) => owner.api.post(`/servers/${srv.id}/channels`, { name: `c${i + k}`, description: big })));
+  }
+  const healthy = await connectReady(s, member.token);
+  const slow = await connectReady(s, member.token);
+  t.equal(slow.frames[1]!.channels.length, 101);
+  // Stop reading: the kernel buffers fill, then the gateway's unsent data grows past the limit.
+  (slow.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+
+  const hide = Number(DEFAULT_PERMISSION_SERVER & ~P.ViewChannel);
+  const show = Number(DEFAULT_PERMISSION_SERVER);
+  let toggles = 0;
+  while (s.gateway!.stats.dropped.slow === 0 && toggles < 60) {
+    for (const permissions of [hide, show]) {
+      const r = await owner.api.put(`/servers/${srv.id}/permissions/default`, { permissions });
+      if (r.status !== 200) throw new Error(`${r.status} ${r.text}`);
+    }
+    toggles++;
+  }
+  await until(() => s.gateway!.stats.dropped.slow === 1, 'the slow socket is dropped');
+  t.ok(toggles >= 5, `dropped after ${toggles} toggles (more than the kernel buffers hold)`);
+  // The healthy socket got every event, in order: each hide removed the 101 channels, each show brought them back.
+  const updates = () => healthy.events.filter((e) => e.type === 'ServerUpdate' && 'default_permissions' in e.data);
+  await until(() => updates().length === 2 * toggles, 'every ServerUpdate reached the healthy socket', 30_000);
+  t.same(updates().map((e) => e.data.default_permissions), Array.from({ length: 2 * toggles }, (_, i) => (i % 2 ? show : hide)));
+  t.equal(healthy.events.filter((e) => e.type === 'ChannelCreate').length, 101 * toggles);
+  t.equal(healthy.events.filter((e) => e.type === 'ChannelDelete').length, 101 * toggles);
+  t.equal(healthy.ws.readyState, healthy.ws.OPEN);
+  t.equal(s.gateway!.stats.connections, 1, 'only the healthy socket is left');
+  // Once it reads again, the slow client finds its connection cut.
+  (slow.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+  const closed = await slow.closed;
+  t.not(closed.code, 1000, `cut, not closed normally (${closed.code})`);
+  healthy.close();
+});
+
+t.test('heartbeat: a socket that does not answer pings is dropped; authentication has a deadline', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off', GATEWAY_HEARTBEAT_MS: '300', GATEWAY_AUTH_TIMEOUT_MS: '500' });
+  const u = await signup(s);
+  const live = await connectReady(s, u.token);
+  const dead = await connectReady(s, u.token, { autoPong: false });
+  const closed = await dead.closed;
+  t.equal(closed.code, 1006, 'cut without a closing handshake');
+  t.equal(s.gateway!.stats.dropped.dead, 1);
+  // The live socket has answered several pings by now and is still there, receiving events.
+  await u.api.patch('/users/@me', { status: { text: 'still here' } });
+  await live.waitFor((e) => e.type === 'UserUpdate' && e.data?.status?.text === 'still here');
+  t.equal(live.ws.readyState, live.ws.OPEN);
+
+  const silent = connectWs(s);
+  await silent.closed;
+  t.same(silent.frames, [{ type: 'Error', data: { type: 'InvalidSession' } }], 'no Authenticate in time');
+  live.close();
+});
