@@ -1,0 +1,141 @@
+// The published revolt.js 7.2 client, unmodified, against this service. Its bundled revolt-api 0.8.5-1
+// rejects every empty 204 answer with a SyntaxError (revolt-client.md §3) and returns error bodies as data:
+// the service keeps its 204s, and each such step is confirmed with a follow-up read. Every answer is checked
+// against the stoat-api OpenAPI document (helpers/realClients.ts). The client quirk that Node's fetch cannot
+// show (the empty `?` both clients append) is sent byte for byte with node:http at the end.
+import t from 'tap';
+import sharp from 'sharp';
+import { Client } from 'revolt.js';
+import { Permission as P } from '../src/permissions/bits.ts';
+import { startTestService } from './helpers/service.ts';
+import { assertTraffic, clearClientIntervalsAtTeardown, installWebSocket, rawRequest, traceClients, until } from './helpers/realClients.ts';
+
+installWebSocket();
+
+const V = Number(P.ViewChannel);
+
+/** Runs a revolt.js call that the service answers with 204: revolt-api 0.8.5-1 rejects it with a SyntaxError. */
+async function expect204(p: Promise<unknown>): Promise<void> {
+  const outcome = await p.then(
+    (v) => ({ ok: true as const, v }),
+    (e: unknown) => ({ ok: false as const, e }),
+  );
+  if (outcome.ok) throw new Error(`expected revolt.js to choke on a 204, got ${JSON.stringify(outcome.v)}`);
+  if (!(outcome.e instanceof SyntaxError)) throw outcome.e;
+}
+
+/** A revolt.js client logged in (the workable flow of revolt-client.md §4), onboarded and ready. */
+async function readyClient(
+  t: { teardown(fn: () => unknown): void },
+  apiUrl: string,
+  name: string,
+  options: { heartbeatInterval?: number } = {},
+): Promise<{ client: Client; session: { token: string; _id: string; user_id: string } }> {
+  const config = await (await fetch(`${apiUrl}/`)).json();
+  const client = new Client({ baseURL: apiUrl, autoReconnect: false, ...options }, config);
+  t.teardown(() => client.events.disconnect());
+  const email = `${name}.${Date.now()}@example.test`;
+  const password = 'correct horse battery';
+  await expect204(client.api.post('/auth/account/create', { email, password }));
+  const session = (await client.api.post('/auth/session/login', { email, password, friendly_name: 'revolt.js test' })) as any;
+  if (session.result !== 'Success') throw new Error(`login failed: ${JSON.stringify(session)}`);
+  client.useExistingSession(session);
+  const hello = (await client.api.get('/onboard/hello')) as { onboarding: boolean };
+  if (!hello.onboarding) throw new Error('expected onboarding');
+  await client.api.post('/onboard/complete', { username: name });
+  const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
+  client.connect();
+  await ready;
+  return { client, session };
+}
+
+t.test('revolt.js against the service', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const traffic = traceClients(t, s);
+  clearClientIntervalsAtTeardown(t);
+
+  const { client: owner, session: ownerSession } = await readyClient(t, s.apiUrl, `rvowner${process.pid}`, { heartbeatInterval: 1 });
+  t.equal(owner.ready(), true);
+  t.equal(owner.user?.username, `rvowner${process.pid}`, 'client.user from Ready');
+
+  const server = await owner.servers.createServer({ name: 'Revolt server' });
+  t.equal(server.name, 'Revolt server');
+  const general = server.channels[0]!;
+  const chat = await server.createChannel({ type: 'Text', name: 'chat' });
+  t.equal(chat.name, 'chat');
+  const role = (await server.createRole('mods')) as { id: string; role: { name: string } };
+  t.equal(role.role.name, 'mods');
+  await until(() => server.roles.get(role.id), 'ServerRoleUpdate adds the role');
+  await server.setPermissions(role.id, { allow: Number(P.ManageMessages), deny: 0 });
+  await until(() => Number(server.roles.get(role.id)?.permissions.a) === Number(P.ManageMessages), 'role permissions arrive');
+  const edited = (await server.editRole(role.id, { colour: '#00ff00' })) as { colour?: string };
+  t.equal(edited.colour, '#00ff00');
+  await server.edit({ categories: [{ id: 'cat', title: 'Main', channels: [general.id, chat.id] }] });
+  t.same(server.categories?.[0]?.channels, [general.id, chat.id]);
+
+  // A second client joins and follows the owner's changes.
+  const { client: member } = await readyClient(t, s.apiUrl, `rvmember${process.pid}`);
+  const invite = (await chat.createInvite()) as { _id: string };
+  await member.api.post(`/invites/${invite._id}` as '/invites/{target}');
+  await until(() => member.servers.get(server.id), 'ServerCreate reaches the joining client');
+  await member.servers.get(server.id)!.syncMembers();
+  await chat.edit({ name: 'chat-renamed' });
+  await until(() => member.channels.get(chat.id)?.name === 'chat-renamed', 'ChannelUpdate reaches the member');
+
+  // Hidden and shown again by a channel permission.
+  await chat.setPermissions('default', { allow: 0, deny: V });
+  await until(() => !member.channels.get(chat.id), 'ChannelDelete removes the hidden channel');
+  await chat.setPermissions('default', { allow: V, deny: 0 });
+  await until(() => member.channels.get(chat.id)?.name === 'chat-renamed', 'ChannelCreate brings it back');
+
+  // Typing.
+  const typing = new Promise<string>((resolve) => member.on('channelStartTyping', (channel, user) => resolve(`${channel.id}:${user?.id}`)));
+  general.startTyping();
+  t.equal(await typing, `${general.id}:${owner.user!.id}`);
+
+  // revolt.js 7.2 has no upload helper: its users POST the form themselves and pass the id on.
+  const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#ff8800' } }).png().toBuffer();
+  const form = new FormData();
+  form.append('file', new File([png], 'a.png', { type: 'image/png' }));
+  const upload = await fetch(`${owner.configuration!.features.autumn.url}/avatars`, { method: 'POST', body: form, headers: { 'X-Session-Token': ownerSession.token } });
+  t.equal(upload.status, 200);
+  const { id: fileId } = (await upload.json()) as { id: string };
+  await owner.user!.edit({ avatar: fileId });
+  await until(() => member.users.get(owner.user!.id)?.avatar?.id === fileId, 'UserUpdate brings the avatar to the member');
+
+  // Kick (204): rejected by revolt-api, the effect is there.
+  await expect204(server.kickUser(member.user!.id));
+  await until(() => !member.servers.get(server.id), 'the kicked client drops the server');
+  const members = (await owner.api.get(`/servers/${server.id}/members` as '/servers/{target}/members')) as { members: Array<{ _id: { user: string } }> };
+  t.notOk(members.members.some((m) => m._id.user === member.user!.id), 'a follow-up read confirms the kick');
+
+  // Delete the server (204): the ServerDelete event removes it from the client, a read confirms it.
+  const doomed = await owner.servers.createServer({ name: 'Doomed' });
+  await expect204(doomed.delete());
+  await until(() => !owner.servers.get(doomed.id), 'ServerDelete removes it from the owner\'s client');
+  const gone = (await owner.api.get(`/servers/${doomed.id}` as '/servers/{target}')) as unknown as { type: string };
+  t.equal(gone.type, 'NotFound', 'revolt-api hands the error body back as data');
+
+  await until(() => owner.events.ping() >= 0, 'the client\'s heartbeat gets its Pong');
+  owner.events.disconnect();
+  member.events.disconnect();
+  assertTraffic(t, traffic);
+
+  t.test('what the clients send, byte for byte', async (t) => {
+    const token = ownerSession.token;
+    // Both clients build `${path}?${query}`: an empty query leaves a bare `?`.
+    const fetched = await rawRequest(s.apiUrl, 'GET', `/servers/${server.id}?`, { token });
+    t.equal(fetched.status, 200);
+    t.equal((fetched.body as { _id: string })._id, server.id);
+    const patched = await rawRequest(s.apiUrl, 'PATCH', `/channels/${chat.id}?`, { token, body: JSON.stringify({ description: 'via ?' }) });
+    t.equal(patched.status, 200, patched.text);
+    t.equal((patched.body as { description: string }).description, 'via ?', 'a text/plain JSON body is read');
+    const role2 = await rawRequest(s.apiUrl, 'POST', `/servers/${server.id}/roles?`, { token, body: '{"name":"r2"}' });
+    t.equal(role2.status, 200);
+    const del = await rawRequest(s.apiUrl, 'DELETE', `/servers/${server.id}/roles/${(role2.body as { id: string }).id}?`, { token, body: '{}' });
+    t.equal(del.status, 204, 'a {} body on DELETE is fine');
+    t.equal(del.text, '', '204 has no body');
+    const bad = await rawRequest(s.apiUrl, 'PATCH', `/channels/${chat.id}?`, { token, body: '{"name":' });
+    t.same([bad.status, (bad.body as { type: string }).type], [400, 'FailedValidation'], 'malformed JSON is a 400, never a 500');
+  });
+});
