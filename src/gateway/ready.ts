@@ -18,9 +18,10 @@ export interface ReadyResult {
   visible: Map<string, Set<string>>;
 }
 
-/** Emoji of the given servers (none until custom emoji have a read model). */
-async function serverEmojis(_deps: AccessDeps, _serverIds: string[]): Promise<unknown[]> {
-  return [];
+/** The custom emoji of the given servers (projection `emojis`), in id order per server. */
+async function serverEmojis(deps: AccessDeps, serverIds: string[]): Promise<unknown[]> {
+  const all = await Promise.all(serverIds.map((id) => deps.readModels.hgetallJson<{ _id: string }>(rm.serverEmojis(id))));
+  return all.flatMap((m) => [...m.values()].sort((a, b) => (a._id < b._id ? -1 : a._id > b._id ? 1 : 0)));
 }
 
 /** Builds Ready for `userId` with the selected fields; null when the user does not exist (not onboarded). */
