@@ -4,6 +4,7 @@
  * it with ephemeral ports, a temporary data directory and their own Redis prefix.
  */
 import type { Server } from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import type Koa from 'koa';
@@ -85,10 +86,26 @@ function listen(app: Koa, port: number, host: string): Promise<Server> {
 function closeServer(server: Server | undefined): Promise<void> {
   if (!server) return Promise.resolve();
   return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-    // In-flight requests get a grace period, then whatever is left is cut.
-    setTimeout(() => server.closeAllConnections(), 10_000).unref();
+    // Stop accepting without http.Server#close's immediate sweep of idle connections: a connection
+    // accepted a moment ago looks idle until its request is read, and must not be reset.
+    net.Server.prototype.close.call(server, () => {
+      clearInterval(sweep);
+      clearTimeout(cut);
+      resolve();
+    });
+    // After a grace period, keep-alive connections with nothing in flight are closed as they turn idle.
+    let sweep: NodeJS.Timeout | undefined;
+    const grace = setTimeout(() => {
+      server.closeIdleConnections();
+      sweep = setInterval(() => server.closeIdleConnections(), 250);
+    }, 1000);
+    grace.unref();
+    // In-flight requests get ten seconds, then whatever is left is cut.
+    const cut = setTimeout(() => {
+      clearTimeout(grace);
+      server.closeAllConnections();
+    }, 10_000);
+    cut.unref();
   });
 }
 
