@@ -2,5 +2,8 @@
 import type { Bench } from './lib.ts';
 import append from './append.ts';
 import upload from './upload.ts';
+import history from './history.ts';
+import limits from './limits.ts';
+import send from './send.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload];
+export const BENCHES: readonly Bench[] = [append, upload, send, history, limits];

@@ -1,0 +1,167 @@
+/**
+ * Plumbing of the HTTP benchmarks: server processes (bench/serve.ts), autocannon runs, and setting up users,
+ * a server and channels over the real API.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import autocannon from 'autocannon';
+
+/** A running server process. */
+export interface ServerProcess {
+  urls: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** Starts `bench/serve.ts <mode>` with `env` and resolves with the URLs it prints. */
+export function startServer(mode: 'service' | 'bare', env: Record<string, string> = {}): Promise<ServerProcess> {
+  const root = path.join(import.meta.dirname, '..');
+  // BENCH_NODE_ARGS: extra node flags for the server process (e.g. `--cpu-prof` to profile it).
+  const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...extra, '--import', 'tsx', 'bench/serve.ts', mode], {
+    cwd: root,
+    env: { ...process.env, LOG_LEVEL: 'error', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /^BENCH (.*)$/m.exec(out);
+      if (m) {
+        resolve({
+          urls: JSON.parse(m[1]!) as Record<string, string>,
+          stop: () =>
+            new Promise<void>((r) => {
+              if (child.exitCode !== null) return r();
+              child.once('exit', () => r());
+              child.kill('SIGTERM');
+              setTimeout(() => child.kill('SIGKILL'), 20_000).unref();
+            }),
+        });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`bench server (${mode}) exited with ${code}: ${out.slice(-2000)}`)));
+  });
+}
+
+/** Sends one JSON request; throws unless the status is `expect`. */
+export async function call(url: string, method: string, token: string | undefined, body?: unknown, expect = 200): Promise<any> {
+  const res = await fetch(url, {
+    method,
+    headers: { ...(token ? { 'X-Session-Token': token } : {}), ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  if (res.status !== expect) throw new Error(`${method} ${url}: ${res.status} ${text.slice(0, 300)}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** Waits until the API serves an authenticated request (read models caught up). */
+export async function waitServing(apiUrl: string, token: string, timeoutMs = 600_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await fetch(`${apiUrl}/users/@me`, { headers: { 'X-Session-Token': token } }).catch(() => null);
+    if (r?.status === 200) return;
+    if (Date.now() > until) throw new Error('the service did not start serving');
+    await new Promise((res) => setTimeout(res, 250));
+  }
+}
+
+/** A user of the benchmark. */
+export interface BenchUser {
+  userId: string;
+  token: string;
+}
+
+let n = 0;
+/** Creates, logs in and onboards a user. */
+export async function signupUser(apiUrl: string): Promise<BenchUser> {
+  const id = `${process.pid}${Date.now().toString(36)}${++n}`;
+  const email = `bench${id}@example.test`;
+  const password = 'bench password 123';
+  await call(`${apiUrl}/auth/account/create`, 'POST', undefined, { email, password }, 204);
+  const login = await call(`${apiUrl}/auth/session/login`, 'POST', undefined, { email, password, friendly_name: 'bench' });
+  await call(`${apiUrl}/onboard/complete`, 'POST', login.token, { username: `bench${id}`.slice(0, 32) });
+  return { userId: login.user_id, token: login.token };
+}
+
+/** A server owned by `owner` with `channels` text channels (the first is "General"), joined by `members`. */
+export async function setupServer(apiUrl: string, owner: BenchUser, channels: number, members: BenchUser[]): Promise<{ serverId: string; channels: string[] }> {
+  const created = await call(`${apiUrl}/servers/create`, 'POST', owner.token, { name: 'Bench' });
+  const ids: string[] = [created.channels[0]._id];
+  while (ids.length < channels) ids.push((await call(`${apiUrl}/servers/${created.server._id}/channels`, 'POST', owner.token, { name: `c${ids.length}` }))._id);
+  const invite = await call(`${apiUrl}/channels/${ids[0]}/invites`, 'POST', owner.token, {});
+  for (const m of members) await call(`${apiUrl}/invites/${invite._id}`, 'POST', m.token, {});
+  return { serverId: created.server._id, channels: ids };
+}
+
+/** One autocannon measurement. */
+export interface Measured {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** Options of one measurement. */
+export interface MeasureOptions {
+  url: string;
+  method: 'GET' | 'POST';
+  /** Called for each request: the path, headers and body to send. */
+  next(): { path: string; headers?: Record<string, string>; body?: string };
+  connections?: number;
+  /** Seconds (default 5). */
+  duration?: number;
+  /** A fixed number of requests instead of a duration. */
+  amount?: number;
+}
+
+/** Runs autocannon at 50 connections (by default) and returns req/s and latency percentiles (ms). */
+export async function measure(o: MeasureOptions): Promise<Measured> {
+  const result = await autocannon({
+    url: o.url,
+    connections: o.connections ?? 50,
+    ...(o.amount !== undefined ? { amount: o.amount } : { duration: o.duration ?? 5 }),
+    requests: [
+      {
+        method: o.method,
+        setupRequest: (req: any) => {
+          const r = o.next();
+          return { ...req, method: o.method, path: r.path, headers: { ...(req.headers ?? {}), ...(r.headers ?? {}) }, ...(r.body !== undefined ? { body: r.body } : {}) };
+        },
+      },
+    ],
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  };
+}
+
+/** Deletes every key under a Redis prefix (UNLINK in batches). */
+export async function dropPrefix(redisUrl: string, prefix: string): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const r = new Redis(redisUrl);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
+      cursor = next;
+      if (keys.length) await r.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Throws when a measurement saw failures (a figure of errors is no figure). */
+export function assertClean(what: string, m: Measured): Measured {
+  if (m.non2xx > 0 || m.errors > 0) throw new Error(`${what}: ${m.non2xx} non-2xx answers and ${m.errors} errors in ${m.requests} requests`);
+  return m;
+}

@@ -1,0 +1,74 @@
+/**
+ * `send`: message sends/s and p50/p99 at 50 connections through the real API (session lookup, access,
+ * decide, append to SQLite with group commit, projection, read-your-writes, the created message read back),
+ * next to a bare koa route answering a JSON POST of the same body in the same run. RATE_LIMITS=off (the
+ * limiter is measured by `limits`), and the sends are spread over 10 users × 20 channels anyway, so neither
+ * the limits nor one stream's lock is what is measured.
+ */
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { median, percentile, repeat, type Bench } from './lib.ts';
+import { assertClean, dropPrefix, measure, setupServer, signupUser, startServer, type BenchUser } from './http.ts';
+
+/** A message of a typical length. */
+export const SEND_BODY = JSON.stringify({ content: 'Hello from the benchmark: a chat message of a fairly typical length, with a link https://example.com.' });
+
+const bench: Bench = {
+  name: 'send',
+  description: 'POST /channels/:id/messages at 50 connections vs a bare koa JSON POST of the same body',
+  async run(ctx) {
+    const prefix = `bench:send:${randomBytes(4).toString('hex')}:`;
+    const svc = await startServer('service', {
+      ROLES: 'api,projector',
+      RATE_LIMITS: 'off',
+      API_PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: path.join(ctx.tmpDir, 'data'),
+      REDIS_URL: ctx.redisUrl,
+      REDIS_PREFIX: prefix,
+    });
+    const bare = await startServer('bare');
+    try {
+      const api = svc.urls.apiUrl!;
+      const users: BenchUser[] = [];
+      for (let i = 0; i < 10; i++) users.push(await signupUser(api));
+      const { channels } = await setupServer(api, users[0]!, 20, users.slice(1));
+      let i = 0;
+      const next = () => {
+        const u = users[i % users.length]!;
+        const c = channels[Math.floor(i / users.length) % channels.length]!;
+        i++;
+        return { path: `/channels/${c}/messages`, headers: { 'X-Session-Token': u.token, 'Content-Type': 'application/json' }, body: SEND_BODY };
+      };
+      const duration = ctx.quick ? 4 : 8;
+      // Warm both up (JIT, connections, SQLite pages) before measuring.
+      await measure({ url: api, method: 'POST', next, duration: 2 });
+      await measure({ url: bare.urls.url!, method: 'POST', next, duration: 1 });
+      const runs = await repeat(ctx.repeats, async () => ({
+        real: assertClean('send', await measure({ url: api, method: 'POST', next, duration })),
+        ceiling: assertClean('bare POST', await measure({ url: bare.urls.url!, method: 'POST', next, duration })),
+      }));
+      const rps = median(runs.map((r) => r.real.rps));
+      const ceiling = median(runs.map((r) => r.ceiling.rps));
+      ctx.log(`send: ${runs.map((r) => Math.round(r.real.rps)).join(', ')} req/s; bare: ${runs.map((r) => Math.round(r.ceiling.rps)).join(', ')} req/s; ${i} requests in all`);
+      return [
+        {
+          name: 'send',
+          figure: 'message sends/s, 50 connections',
+          median: rps,
+          unit: 'req/s',
+          p50: median(runs.map((r) => r.real.p50)),
+          p99: median(runs.map((r) => r.real.p99)),
+          ceiling,
+          ceilingLabel: `bare koa JSON POST (p50/p99 ${percentile(runs.map((r) => r.ceiling.p50), 50)}/${percentile(runs.map((r) => r.ceiling.p99), 50)} ms)`,
+          ratio: rps / ceiling,
+          notes: 'RATE_LIMITS=off; 10 users × 20 channels; every send appends with fsync (group commit) and answers after its projection (read-your-writes)',
+        },
+      ];
+    } finally {
+      await Promise.all([svc.stop(), bare.stop()]);
+      await dropPrefix(ctx.redisUrl, prefix);
+    }
+  },
+};
+export default bench;

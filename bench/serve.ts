@@ -1,0 +1,72 @@
+/**
+ * A server process for the HTTP benchmarks, so the server under test does not share its event loop with
+ * autocannon. `node --import tsx bench/serve.ts service` starts the service from the environment (plus, with
+ * BENCH_UNLIMITED=1, a second API app on the same deps with the rate limiter off: the same route without
+ * limits, in the same process); `… bare` starts a bare koa app (the ceiling). Prints one line
+ * `BENCH {json}` with the URLs, stops on SIGTERM.
+ */
+import Koa from 'koa';
+import Router from '@koa/router';
+import { bodyParser } from '@koa/bodyparser';
+import type { Server } from 'node:http';
+import { loadConfig } from '../src/config.ts';
+import { createApiApp } from '../src/http/app.ts';
+import { API_ROUTES } from '../src/http/routes/index.ts';
+import { newId } from '../src/ids.ts';
+import { createLogger } from '../src/log.ts';
+import { RateLimiter } from '../src/ratelimit/limiter.ts';
+import { startService } from '../src/service.ts';
+
+function listen(app: Koa): Promise<Server> {
+  return new Promise((resolve) => {
+    const server = app.listen(0, '127.0.0.1', () => resolve(server));
+  });
+}
+const urlOf = (s: Server) => `http://127.0.0.1:${(s.address() as { port: number }).port}`;
+
+const mode = process.argv[2];
+let stop: () => Promise<void>;
+if (mode === 'service') {
+  const config = loadConfig();
+  const service = await startService(config, { log: createLogger(config.logLevel) });
+  const out: Record<string, string> = { apiUrl: service.apiUrl };
+  let unlimited: Server | undefined;
+  if (process.env.BENCH_UNLIMITED === '1') {
+    unlimited = await listen(createApiApp({ ...service.deps, limiter: new RateLimiter({ enabled: false }) }, API_ROUTES));
+    out.unlimitedUrl = urlOf(unlimited);
+  }
+  console.log(`BENCH ${JSON.stringify(out)}`);
+  stop = async () => {
+    unlimited?.close();
+    await service.stop();
+  };
+} else if (mode === 'bare') {
+  // The ceiling: koa with the same JSON body parsing, a JSON POST answered with a message-shaped echo, and a
+  // GET answering a pre-serialised page (set by PUT /page).
+  const app = new Koa();
+  const router = new Router();
+  let page = '[]';
+  router.post('/channels/:channel_id/messages', (ctx) => {
+    const body = ctx.request.body as Record<string, unknown>;
+    ctx.body = { _id: newId(), nonce: newId(), channel: ctx.params.channel_id, author: 'bare', ...body };
+  });
+  router.put('/page', (ctx) => {
+    page = JSON.stringify(ctx.request.body);
+    ctx.status = 204;
+  });
+  router.get('/channels/:channel_id/messages', (ctx) => {
+    ctx.type = 'application/json';
+    ctx.body = page;
+  });
+  app.use(bodyParser({ enableTypes: ['json'], detectJSON: () => true, jsonLimit: '1mb' }));
+  app.use(router.routes());
+  const server = await listen(app);
+  console.log(`BENCH ${JSON.stringify({ url: urlOf(server) })}`);
+  stop = () => new Promise((r) => server.close(() => r()));
+} else {
+  console.error('usage: bench/serve.ts service|bare');
+  process.exit(2);
+}
+process.on('SIGTERM', () => {
+  void stop().then(() => process.exit(0));
+});
