@@ -89,6 +89,8 @@ function closeServer(server: Server | undefined): Promise<void> {
     // Stop accepting without http.Server#close's immediate sweep of idle connections: a connection
     // accepted a moment ago looks idle until its request is read, and must not be reset.
     net.Server.prototype.close.call(server, () => {
+      // The grace timer too: fired after the close, its sweep would run forever and keep the process alive.
+      clearTimeout(grace);
       clearInterval(sweep);
       clearTimeout(cut);
       resolve();
@@ -98,6 +100,7 @@ function closeServer(server: Server | undefined): Promise<void> {
     const grace = setTimeout(() => {
       server.closeIdleConnections();
       sweep = setInterval(() => server.closeIdleConnections(), 250);
+      sweep.unref();
     }, 1000);
     grace.unref();
     // In-flight requests get ten seconds, then whatever is left is cut.

@@ -1,0 +1,33 @@
+// A stopped service leaves nothing behind that keeps its process alive: a process that starts the service,
+// serves a request on a kept-alive connection and stops it, exits on its own (no process.exit).
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import t from 'tap';
+import { deletePrefix, tempDir, TEST_REDIS_URL, uniquePrefix } from './helpers/service.ts';
+
+const script = `
+import { loadConfig } from './src/config.ts';
+import { createLogger } from './src/log.ts';
+import { startService } from './src/service.ts';
+const s = await startService(loadConfig(), { log: createLogger('silent') });
+const r = await fetch(s.apiUrl + '/', { keepalive: true });
+await r.text();
+await s.stop();
+// Outlive the stop's grace period, as a test's teardown does.
+await new Promise((res) => setTimeout(res, 1500));
+console.log('stopped');
+`;
+
+t.test('the process of a stopped service exits by itself', async (t) => {
+  const prefix = uniquePrefix();
+  t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
+  const env = { ...process.env, API_PORT: '0', MEDIA_PORT: '0', HOST: '127.0.0.1', DATA_DIR: tempDir(t), REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, LOG_LEVEL: 'silent' };
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: path.join(import.meta.dirname, '..'), env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  clearTimeout(timer);
+  t.match(out, /stopped/, 'the service stopped');
+  t.equal(code, 0, 'and the process exited on its own (not killed after 60 s)');
+});
