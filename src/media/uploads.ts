@@ -101,6 +101,8 @@ export class UploadQueues {
       const rejection = decodeRejection(reason);
       if (rejection) throw new AppError(rejection);
       this.o.log.error({ fileId: job.fileId, tag: job.tag, reason }, 'media job failed for good');
+      // Its attempts are spent: nothing will read the blob again.
+      await this.o.blobs.removeIncoming(job.fileId).catch(() => {});
       throw new AppError({ type: 'InternalError' });
     } finally {
       clearTimeout(timer);
