@@ -91,6 +91,17 @@ t.test('settling an upload is idempotent', async (t) => {
     t.equal((await alice.api.patch('/users/@me', { avatar: job.fileId })).status, 200, 'the id stays usable');
   });
 
+  t.test('a job that fails for good (not a refusal) is a 500 InternalError and settles nothing', async (t) => {
+    const job: UploadJob = { fileId: newId(), tag: 'icons', filename: 'gone.png', uploaderId: alice.userId, requestId: 'lost' };
+    // No blob in incoming/: the worker cannot process it.
+    const err = await s.uploads!.process(job).then(
+      () => undefined,
+      (e: unknown) => e as { status?: number; body?: { type: string } },
+    );
+    t.match(err, { status: 500, body: { type: 'InternalError' } });
+    t.same(await s.store.readStream(fileStream(job.fileId)), []);
+  });
+
   t.test('a job run again (a retry) or twice at once settles the file once', async (t) => {
     const fileId = newId();
     fs.writeFileSync(s.blobs.incomingPath(fileId), await png(40, 40));
