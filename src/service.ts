@@ -18,15 +18,14 @@ import { API_ROUTES } from './http/routes/index.ts';
 import { IdempotencyStore } from './idempotency/store.ts';
 import { createLogger, type Logger } from './log.ts';
 import { startGateway, type Gateway } from './gateway/gateway.ts';
-import { createMediaApp } from './media/app.ts';
 import { BlobStore } from './media/blobs.ts';
-import { UploadQueues } from './media/uploads.ts';
+import type { UploadQueues } from './media/uploads.ts';
 import { RateLimiter } from './ratelimit/limiter.ts';
 import { controlKeys } from './readmodel/keys.ts';
 import { ReadModels } from './readmodel/reader.ts';
 import { Projector } from '../projections/projector.ts';
 import { PROJECTIONS } from '../projections/index.ts';
-import { startMediaWorkers, type MediaWorkers } from '../workers/media/worker.ts';
+import type { MediaWorkers } from '../workers/media/worker.ts';
 
 /** Extra wiring for tests and tools. */
 export interface ServiceOptions {
@@ -167,6 +166,33 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     await projector.start();
   }
 
+  const blobs = new BlobStore(path.join(config.dataDir, 'files'));
+
+  let mediaWorkers: MediaWorkers | undefined;
+  if (config.roles.includes('worker')) {
+    // Loaded only by the roles that use them: sharp, BullMQ and multer are heavy to import.
+    const { startMediaWorkers } = await import('../workers/media/worker.ts');
+    mediaWorkers = startMediaWorkers({ config, log, store, blobs });
+    log.info({ concurrency: config.mediaConcurrency, default: config.mediaConcurrencyDefault }, 'media workers started');
+  }
+
+  let mediaServer: Server | undefined;
+  let uploads: UploadQueues | undefined;
+  let mediaUrl = config.mediaPublicUrl;
+  if (config.roles.includes('media')) {
+    const [{ UploadQueues }, { createMediaApp }] = await Promise.all([import('./media/uploads.ts'), import('./media/app.ts')]);
+    uploads = new UploadQueues({ config, log, store, readModels, blobs });
+    await uploads.start();
+    mediaServer = await listen(createMediaApp({ ...deps, blobs, uploads }), config.mediaPort, config.host);
+    const port = (mediaServer.address() as { port: number }).port;
+    if (config.mediaPort === 0) {
+      mediaUrl = `http://127.0.0.1:${port}`;
+      if (!process.env.MEDIA_PUBLIC_URL) config.mediaPublicUrl = mediaUrl;
+    }
+    log.info({ url: mediaUrl }, 'media listening');
+  }
+
+  // The API starts last: once it listens, every role of the process is up (and the media URL is known).
   let apiServer: Server | undefined;
   let apiUrl = config.publicUrl;
   if (config.roles.includes('api')) {
@@ -178,7 +204,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       if (!process.env.WS_PUBLIC_URL) config.wsPublicUrl = apiUrl.replace(/^http/, 'ws') + '/ws';
       if (!process.env.APP_URL) config.appUrl = apiUrl;
     }
-    log.info({ url: apiUrl }, 'api listening');
   }
 
   let gateway: Gateway | undefined;
@@ -193,29 +218,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       now,
       ...config.gateway,
     });
-  }
-
-  const blobs = new BlobStore(path.join(config.dataDir, 'files'));
-
-  let mediaWorkers: MediaWorkers | undefined;
-  if (config.roles.includes('worker')) {
-    mediaWorkers = startMediaWorkers({ config, log, store, blobs });
-    log.info({ concurrency: config.mediaConcurrency, default: config.mediaConcurrencyDefault }, 'media workers started');
-  }
-
-  let mediaServer: Server | undefined;
-  let uploads: UploadQueues | undefined;
-  let mediaUrl = config.mediaPublicUrl;
-  if (config.roles.includes('media')) {
-    uploads = new UploadQueues({ config, log, store, readModels, blobs });
-    await uploads.start();
-    mediaServer = await listen(createMediaApp({ ...deps, blobs, uploads }), config.mediaPort, config.host);
-    const port = (mediaServer.address() as { port: number }).port;
-    if (config.mediaPort === 0) {
-      mediaUrl = `http://127.0.0.1:${port}`;
-      if (!process.env.MEDIA_PUBLIC_URL) config.mediaPublicUrl = mediaUrl;
-    }
-    log.info({ url: mediaUrl }, 'media listening');
+    log.info({ url: apiUrl }, 'api listening');
   }
 
   const service: Service = {
