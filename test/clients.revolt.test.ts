@@ -1,4 +1,6 @@
-// The published revolt.js 7.2 client, unmodified, against this service. Its bundled revolt-api 0.8.5-1
+// The published revolt.js 7.2 client, unmodified, against this service: the flow of clients.stoat.test.ts
+// (servers, channels, roles, a second client following through the gateway, messages with a masquerade,
+// history, edit, reactions, pin, an attachment, custom emoji, deletions). Its bundled revolt-api 0.8.5-1
 // rejects every empty 204 answer with a SyntaxError (revolt-client.md §3) and returns error bodies as data:
 // the service keeps its 204s, and each such step is confirmed with a follow-up read. Every answer is checked
 // against the stoat-api OpenAPI document (helpers/realClients.ts). The client quirk that Node's fetch cannot
@@ -103,6 +105,66 @@ t.test('revolt.js against the service', async (t) => {
   await owner.user!.edit({ avatar: fileId });
   await until(() => member.users.get(owner.user!.id)?.avatar?.id === fileId, 'UserUpdate brings the avatar to the member');
 
+  // A masquerade avatar upload (same manual upload).
+  const upload2 = new FormData();
+  upload2.append('file', new File([png], 'masq.png', { type: 'image/png' }));
+  const masqRes = await fetch(`${owner.configuration!.features.autumn.url}/avatars`, { method: 'POST', body: upload2, headers: { 'X-Session-Token': ownerSession.token } });
+  const masqFile = ((await masqRes.json()) as { id: string }).id;
+  const masquerade = { name: 'Herald', avatar: `${s.config.mediaPublicUrl}/avatars/${masqFile}`, colour: '#0000ff' };
+
+  // Messages: send with a masquerade, receive as an event, history, edit.
+  const sent = await chat.sendMessage({ content: 'hello from revolt.js', masquerade });
+  t.same(sent.masquerade, masquerade);
+  const got = await until(() => member.messages.get(sent.id), 'Message event reaches the member');
+  t.equal(got.content, 'hello from revolt.js');
+  t.equal(got.username, 'Herald');
+  const history = (await member.api.get(`/channels/${chat.id}/messages` as '/channels/{target}/messages', { limit: 5 })) as Array<{ _id: string }>;
+  t.same(history.map((m) => m._id), [sent.id], 'history');
+  const editedMsg = (await sent.edit({ content: 'edited by revolt.js' })) as { content: string };
+  t.equal(editedMsg.content, 'edited by revolt.js');
+  await until(() => member.messages.get(sent.id)?.content === 'edited by revolt.js', 'MessageUpdate reaches the member');
+
+  // React / unreact (204 each): the events and a fetch confirm them.
+  const msgPath = `/channels/${chat.id}/messages/${sent.id}` as '/channels/{target}/messages/{msg}';
+  await expect204(got.react('🎉'));
+  await until(() => owner.messages.get(sent.id)?.reactions.get('🎉')?.has(member.user!.id), 'MessageReact reaches the owner');
+  t.same(((await owner.api.get(msgPath)) as { reactions?: unknown }).reactions, { '🎉': [member.user!.id] }, 'a fetch confirms the reaction');
+  await expect204(got.unreact('🎉'));
+  await until(() => !owner.messages.get(sent.id)?.reactions.get('🎉')?.has(member.user!.id), 'MessageUnreact reaches the owner');
+  t.notOk(((await owner.api.get(msgPath)) as { reactions?: unknown }).reactions, 'a fetch confirms it is gone');
+
+  // Pin: revolt.js 7.2 has no helper, its users call the route (204).
+  await expect204(owner.api.post(`/channels/${chat.id}/messages/${sent.id}/pin` as '/channels/{target}/messages/{msg}/pin'));
+  t.equal(((await member.api.get(msgPath)) as { pinned?: boolean }).pinned, true, 'a fetch confirms the pin');
+
+  // A custom emoji from an `emojis` upload; deleting it answers 204.
+  const upload3 = new FormData();
+  upload3.append('file', new File([png], 'e.png', { type: 'image/png' }));
+  const emojiRes = await fetch(`${owner.configuration!.features.autumn.url}/emojis`, { method: 'POST', body: upload3, headers: { 'X-Session-Token': ownerSession.token } });
+  const emojiFile = ((await emojiRes.json()) as { id: string }).id;
+  const emoji = await server.createEmoji(emojiFile, { name: 'wave' });
+  t.equal(emoji.name, 'wave');
+  await until(() => member.emojis.get(emoji.id), 'EmojiCreate reaches the member');
+  await expect204(emoji.delete());
+  await until(() => !member.emojis.get(emoji.id), 'EmojiDelete reaches the member');
+  const emojis = (await owner.api.get(`/servers/${server.id}/emojis` as '/servers/{target}/emojis')) as unknown[];
+  t.same(emojis, [], 'a fetch confirms the deletion');
+
+  // An attachment: uploaded by hand (no helper in 7.2), sent with a message, received by the member.
+  const upload4 = new FormData();
+  upload4.append('file', new File([Buffer.from('revolt.js attachment')], 'r.txt', { type: 'text/plain' }));
+  const attRes = await fetch(`${owner.configuration!.features.autumn.url}/attachments`, { method: 'POST', body: upload4, headers: { 'X-Session-Token': ownerSession.token } });
+  const attachmentId = ((await attRes.json()) as { id: string }).id;
+  const withFile = await chat.sendMessage({ content: 'file', attachments: [attachmentId] });
+  const receivedFile = await until(() => member.messages.get(withFile.id), 'the message with the attachment reaches the member');
+  t.equal(receivedFile.attachments?.[0]?.filename, 'r.txt');
+
+  // Delete the message (204).
+  await expect204(sent.delete());
+  await until(() => !member.messages.get(sent.id), 'MessageDelete reaches the member');
+  const gone = (await owner.api.get(msgPath)) as unknown as { type: string };
+  t.equal(gone.type, 'NotFound', 'a fetch confirms the deletion');
+
   // Kick (204): rejected by revolt-api, the effect is there.
   await expect204(server.kickUser(member.user!.id));
   await until(() => !member.servers.get(server.id), 'the kicked client drops the server');
@@ -113,13 +175,16 @@ t.test('revolt.js against the service', async (t) => {
   const doomed = await owner.servers.createServer({ name: 'Doomed' });
   await expect204(doomed.delete());
   await until(() => !owner.servers.get(doomed.id), 'ServerDelete removes it from the owner\'s client');
-  const gone = (await owner.api.get(`/servers/${doomed.id}` as '/servers/{target}')) as unknown as { type: string };
-  t.equal(gone.type, 'NotFound', 'revolt-api hands the error body back as data');
+  const goneServer = (await owner.api.get(`/servers/${doomed.id}` as '/servers/{target}')) as unknown as { type: string };
+  t.equal(goneServer.type, 'NotFound', 'revolt-api hands the error body back as data');
 
   await until(() => owner.events.ping() >= 0, 'the client\'s heartbeat gets its Pong');
   owner.events.disconnect();
   member.events.disconnect();
   assertTraffic(t, traffic);
+  const sends = traffic.received.filter((r) => r.method === 'POST' && /^\/channels\/[^/]+\/messages$/.test(r.url.split('?')[0]!));
+  t.ok(sends.length === 2 && sends.every((r) => /^[0-9A-Z]{26}$/.test(r.idempotencyKey ?? '')), 'each send carried an Idempotency-Key');
+  t.ok(traffic.received.some((r) => r.url.includes('/reactions/%F0%9F%8E%89')), 'the emoji arrived percent-encoded');
 
   t.test('what the clients send, byte for byte', async (t) => {
     const token = ownerSession.token;

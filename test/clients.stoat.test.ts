@@ -1,7 +1,9 @@
 // The published stoat.js 7.3 client, unmodified, against this service: sign up, log in, onboard, connect and
 // become ready, then the server flow (server, channel, role, permissions, categories), a second client that
 // joins and follows the first one's changes through the gateway (including a channel hidden and shown
-// again by permissions), typing, an upload used as an avatar, a kick, the server's deletion and a logout.
+// again by permissions), typing, an upload used as an avatar, messages (masquerade, history, edit,
+// reactions with percent-encoded emoji, pin, an attachment, a custom emoji, delete), a kick, the server's
+// deletion and a logout.
 // Every answer is checked against the stoat-api OpenAPI document (helpers/realClients.ts).
 import t from 'tap';
 import sharp from 'sharp';
@@ -20,7 +22,7 @@ async function readyClient(
   apiUrl: string,
   name: string,
   options: { heartbeatInterval?: number } = {},
-): Promise<{ client: Client; password: string; email: string }> {
+): Promise<{ client: Client; session: { _id: string; token: string; user_id: string; name: string } }> {
   const config = await (await fetch(`${apiUrl}/`)).json();
   const client = new Client({ baseURL: apiUrl, autoReconnect: false, ...options }, config);
   t.teardown(() => client.events.disconnect());
@@ -38,7 +40,7 @@ async function readyClient(
   const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
   client.connect();
   await ready;
-  return { client, password, email };
+  return { client, session };
 }
 
 t.test('stoat.js against the service', async (t) => {
@@ -47,7 +49,7 @@ t.test('stoat.js against the service', async (t) => {
   clearClientIntervalsAtTeardown(t);
 
   // The owner's client pings every second (Ping → Pong with the same data, or it disconnects).
-  const { client: owner } = await readyClient(t, s.apiUrl, `stoatowner${process.pid}`, { heartbeatInterval: 1 });
+  const { client: owner, session: ownerSession } = await readyClient(t, s.apiUrl, `stoatowner${process.pid}`, { heartbeatInterval: 1 });
   t.equal(owner.ready(), true, 'ready');
   t.equal(owner.user?.username, `stoatowner${process.pid}`, 'client.user comes from Ready (relationship "User")');
 
@@ -112,6 +114,82 @@ t.test('stoat.js against the service', async (t) => {
   t.ok(avatarUrl?.startsWith(s.config.mediaPublicUrl), `file URLs point at the media server (${avatarUrl})`);
   t.equal((await fetch(avatarUrl!)).status, 200, 'the avatar is served');
 
+  // Messages. The owner sends with a masquerade (name, an avatar uploaded to the media server, colour); the
+  // member's client receives it as a Message event.
+  const memberChat = member.channels.get(chat.id)!;
+  const masqFile = await owner.uploadFile('avatars', new File([png], 'masq.png', { type: 'image/png' }));
+  const masquerade = { name: 'Herald', avatar: `${s.config.mediaPublicUrl}/avatars/${masqFile}`, colour: '#ff0000' };
+  const sent = await chat.sendMessage({ content: `hello <@${member.user!.id}>`, masquerade });
+  t.match(sent.id, /^[0-9A-Z]{26}$/);
+  t.same(sent.masquerade, masquerade);
+  const got = await until(() => member.messages.get(sent.id), 'Message event reaches the member');
+  t.equal(got.content, `hello <@${member.user!.id}>`);
+  t.same(got.masquerade, masquerade, 'with its masquerade');
+  t.equal(got.username, 'Herald', 'shown under the masquerade name');
+  const reply = await memberChat.sendMessage('hi back');
+  await until(() => owner.messages.get(reply.id)?.content === 'hi back', 'and the other way round');
+
+  // History (newest first), also with users.
+  const history = (await owner.api.get(`/channels/${chat.id}/messages`, { limit: 10 })) as Array<{ _id: string }>;
+  t.same(history.map((m) => m._id), [reply.id, sent.id], 'history, newest first');
+  const withUsers = await chat.fetchMessagesWithUsers({ limit: 10 });
+  t.same(withUsers.users.map((u) => u.id).sort(), [owner.user!.id, member.user!.id].sort(), 'with their users');
+
+  // Edit: the member's copy follows (MessageUpdate).
+  await sent.edit({ content: 'hello, edited' });
+  await until(() => member.messages.get(sent.id)?.content === 'hello, edited', 'MessageUpdate reaches the member');
+  t.ok(member.messages.get(sent.id)!.editedAt, 'marked edited');
+
+  // Reactions with a unicode emoji (percent-encoded in the path), then removed (`?remove_all=false`).
+  await got.react('👍');
+  await until(() => owner.messages.get(sent.id)?.reactions.get('👍')?.has(member.user!.id), 'MessageReact reaches the owner');
+  const fetched = (await owner.api.get(`/channels/${chat.id}/messages/${sent.id}`)) as { reactions?: Record<string, string[]> };
+  t.same(fetched.reactions, { '👍': [member.user!.id] }, 'a fetch shows the reaction');
+  await got.unreact('👍');
+  await until(() => !owner.messages.get(sent.id)?.reactions.get('👍')?.has(member.user!.id), 'MessageUnreact reaches the owner');
+
+  // Pin (ManageMessages, the owner has every right): the member's copy is pinned, and so is a fetch.
+  await sent.pin();
+  await until(() => member.messages.get(sent.id)?.pinned === true, 'the pin reaches the member');
+  t.equal(((await member.api.get(`/channels/${chat.id}/messages/${sent.id}`)) as { pinned?: boolean }).pinned, true, 'a fetched message carries pinned: true');
+
+  // An attachment uploaded to the media server and sent with a message.
+  const text = new File([Buffer.from('plain text attachment\n')], 'notes.txt', { type: 'text/plain' });
+  const attachmentId = await owner.uploadFile('attachments', text);
+  const withFile = await chat.sendMessage({ content: 'see attached', attachments: [attachmentId] });
+  const received = await until(() => member.messages.get(withFile.id), 'the message with the attachment reaches the member');
+  t.equal(received.attachments?.[0]?.id, attachmentId);
+  t.equal(received.attachments?.[0]?.filename, 'notes.txt');
+  const download = await fetch(`${s.config.mediaPublicUrl}/attachments/${attachmentId}/notes.txt`);
+  t.equal(download.status, 200, 'the attachment is served once used');
+  t.equal(await download.text(), 'plain text attachment\n');
+
+  // A custom emoji: created from an `emojis` upload, it reaches the member (EmojiCreate), is used in a
+  // reaction, and is deleted (EmojiDelete).
+  const emojiFile = await owner.uploadFile('emojis', new File([png], 'party.png', { type: 'image/png' }));
+  const emoji = await server.createEmoji(emojiFile, { name: 'party' });
+  t.equal(emoji.id, emojiFile, 'the emoji id is the upload id');
+  t.equal(emoji.name, 'party');
+  await until(() => member.emojis.get(emoji.id), 'EmojiCreate reaches the member');
+  await got.react(emoji.id);
+  await until(() => owner.messages.get(sent.id)?.reactions.get(emoji.id)?.has(member.user!.id), 'a reaction with the custom emoji');
+  const reconnected = new Client({ baseURL: s.apiUrl, autoReconnect: false }, owner.configuration);
+  reconnected.useExistingSession(ownerSession);
+  await new Promise<void>((resolve) => {
+    reconnected.once('ready', () => resolve());
+    reconnected.connect();
+  });
+  t.equal(reconnected.emojis.get(emoji.id)?.name, 'party', 'Ready lists the server\'s emoji');
+  reconnected.events.disconnect();
+  await emoji.delete();
+  await until(() => !member.emojis.get(emoji.id), 'EmojiDelete reaches the member');
+
+  // Delete a message: gone from the member's cache, and from history.
+  await withFile.delete();
+  await until(() => !member.messages.get(withFile.id), 'MessageDelete reaches the member');
+  const after = (await member.api.get(`/channels/${chat.id}/messages`, {})) as Array<{ _id: string }>;
+  t.notOk(after.some((m) => m._id === withFile.id), 'history no longer has it');
+
   // Kick: the member's client drops the server.
   await server.kickUser(member.user!.id);
   await until(() => !member.servers.get(server.id), 'ServerMemberLeave of itself removes the server from the member');
@@ -137,4 +215,9 @@ t.test('stoat.js against the service', async (t) => {
   t.equal(owner.events.state(), 2, 'and is still connected');
   owner.events.disconnect();
   assertTraffic(t, traffic);
+  const sends = traffic.received.filter((r) => r.method === 'POST' && /^\/channels\/[^/]+\/messages$/.test(r.url.split('?')[0]!));
+  t.equal(sends.length, 3, 'three sends');
+  t.ok(sends.every((r) => /^[0-9A-Z]{26}$/.test(r.idempotencyKey ?? '')), 'each with an Idempotency-Key (a ULID)');
+  t.ok(traffic.received.some((r) => r.method === 'PUT' && r.url.includes('/reactions/%F0%9F%91%8D')), 'the emoji arrived percent-encoded');
+  t.ok(traffic.received.some((r) => r.method === 'DELETE' && r.url.endsWith('/reactions/%F0%9F%91%8D?remove_all=false')), 'unreact sent ?remove_all=false');
 });

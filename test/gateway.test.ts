@@ -4,6 +4,7 @@
 // or dead sockets are in gateway.scale.test.ts.
 import t from 'tap';
 import type tap from 'tap';
+import sharp from 'sharp';
 import { Permission as P, DEFAULT_PERMISSION_SERVER } from '../src/permissions/bits.ts';
 import { client, signup, type TestUser } from './helpers/http.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
@@ -337,6 +338,77 @@ t.test('gateway', async (t) => {
       t.equal(new Set(got).size, n, 'each edit once');
     }
     m.close();
+  });
+
+  t.test('messages: only sockets that can see the channel receive them, in order under a burst', async (t) => {
+    const m = await connectReady(s, member.token);
+    const o = await connectReady(s, owner.token);
+    const x = await connectReady(s, outsider.token);
+    const a = (await owner.api.post(`/servers/${srv.id}/channels`, { name: 'msg-a' })).body._id as string;
+    const b = (await owner.api.post(`/servers/${srv.id}/channels`, { name: 'msg-b' })).body._id as string;
+    await m.waitFor((e) => e.type === 'ChannelCreate' && e._id === b);
+
+    // A burst into two channels at once: each socket gets each channel's messages in history order.
+    const n = 20;
+    const mark = m.events.length;
+    await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        Promise.all([owner.api.post(`/channels/${a}/messages`, { content: `a${i}` }), member.api.post(`/channels/${b}/messages`, { content: `b${i}` })]),
+      ),
+    );
+    for (const [ch, c] of [[a, m], [b, m], [a, o], [b, o]] as const) {
+      await c.waitFor(() => c.events.filter((e) => e.type === 'Message' && e.channel === ch).length >= n, 30_000);
+      const got = c.events.filter((e) => e.type === 'Message' && e.channel === ch).map((e) => e._id);
+      const history = (await owner.api.get(`/channels/${ch}/messages?limit=100&sort=Oldest`)).body.map((msg: { _id: string }) => msg._id);
+      t.same(got, history, 'delivered in the order of the channel\'s history');
+    }
+    t.ok(since(m, mark).filter((e) => e.type === 'Message').every((e) => typeof e.content === 'string' && e.author), 'Message events carry the message');
+    await barrier(outsider, x);
+    t.notOk(x.events.some((e) => e.type === 'Message'), 'a non-member gets no message');
+
+    // Hidden from the member: no Message, MessageUpdate, MessageReact or MessageDelete of that channel.
+    const visible = (await owner.api.post(`/channels/${a}/messages`, { content: 'before hiding' })).body._id as string;
+    await m.waitFor((e) => e.type === 'Message' && e._id === visible);
+    await owner.api.put(`/channels/${a}/permissions/default`, { permissions: { allow: 0, deny: num(V) } });
+    await m.waitFor((e) => e.type === 'ChannelDelete' && e.id === a);
+    const hmark = m.events.length;
+    const secret = (await owner.api.post(`/channels/${a}/messages`, { content: 'secret' })).body._id as string;
+    await owner.api.patch(`/channels/${a}/messages/${secret}`, { content: 'secret, edited' });
+    await owner.api.put(`/channels/${a}/messages/${secret}/reactions/%F0%9F%91%8D`, {});
+    await owner.api.post(`/channels/${a}/messages/${secret}/pin`, {});
+    await owner.api.del(`/channels/${a}/messages/${visible}`, {});
+    await o.waitFor((e) => e.type === 'MessageDelete' && e.id === visible);
+    t.ok(o.events.some((e) => e.type === 'MessageReact' && e.id === secret && e.emoji_id === '👍'), 'the owner sees it all');
+    await barrier(member, m);
+    t.same(since(m, hmark).filter((e) => e.type !== 'UserUpdate'), [], 'the member hears nothing of the hidden channel');
+    await owner.api.del(`/channels/${a}`, {});
+    await owner.api.del(`/channels/${b}`, {});
+    m.close();
+    o.close();
+    x.close();
+  });
+
+  t.test('Ready and ServerCreate carry the server\'s custom emoji', async (t) => {
+    const png = await sharp({ create: { width: 4, height: 4, channels: 3, background: '#00ff00' } }).png().toBuffer();
+    const form = new FormData();
+    form.append('file', new File([png], 'e.png', { type: 'image/png' }));
+    const up = await fetch(`${s.config.mediaPublicUrl}/emojis`, { method: 'POST', body: form, headers: { 'X-Session-Token': owner.token } });
+    const { id } = (await up.json()) as { id: string };
+    const m = await connectReady(s, member.token);
+    const created = await owner.api.put(`/custom/emoji/${id}`, { name: 'gw', parent: { type: 'Server', id: srv.id } });
+    t.equal(created.status, 200, created.text);
+    t.match(await m.waitFor((e) => e.type === 'EmojiCreate'), { _id: id, name: 'gw', parent: { type: 'Server', id: srv.id } });
+    const again = await connectReady(s, member.token);
+    t.match(again.frames[1]!.emojis, [{ _id: id, name: 'gw' }], 'Ready lists the emoji of the user\'s servers');
+    const x = await connectReady(s, outsider.token);
+    t.same(x.frames[1]!.emojis, [], 'not of other servers');
+    await join(owner, srv.general, outsider);
+    t.match(await x.waitFor((e) => e.type === 'ServerCreate'), { emojis: [{ _id: id }] }, 'ServerCreate carries them');
+    await owner.api.del(`/servers/${srv.id}/members/${outsider.userId}`, {});
+    await x.waitFor((e) => e.type === 'ServerMemberLeave');
+    await owner.api.del(`/custom/emoji/${id}`, {});
+    t.same(await m.waitFor((e) => e.type === 'EmojiDelete'), { type: 'EmojiDelete', id });
+    for (const c of [m, again, x]) c.close();
   });
 
   t.test('typing reaches the viewers of the channel only', async (t) => {
