@@ -9,6 +9,7 @@ import { Permission as P, DEFAULT_PERMISSION_SERVER } from '../src/permissions/b
 import { client, signup, type TestUser } from './helpers/http.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
 import { createLogger } from '../src/log.ts';
+import { controlKeys } from '../src/readmodel/keys.ts';
 import { startService } from '../src/service.ts';
 import { deletePrefix, startTestService, testConfig, waitServing, type TestService } from './helpers/service.ts';
 import { connectReady, connectWs, type Frame, type WsClient } from './helpers/ws.ts';
@@ -527,6 +528,20 @@ t.test('gateway', async (t) => {
     await Promise.all(sockets.map((c) => c.waitFor((e) => e.type === 'ChannelUpdate' && e.data?.description === `c${n - 1}`)));
     t.ok(s.gateway!.stats.factLoads - mark <= n, 'at most one read per event for the process');
     for (const c of sockets) c.close();
+  });
+
+  t.test('a payload of a type no client knows never reaches a client', async (t) => {
+    const m = await connectReady(s, member.token);
+    const mark = m.events.length;
+    const key = controlKeys(s.prefix).clientEvents(s.config.projectorPartitions, 0);
+    // What a projection bug would publish: an unknown type, and the internal type aimed at another session.
+    for (const payload of [{ type: 'SessionRevokedOops', id: member.userId }, { type: 'DeleteSession', user_id: member.userId, session_id: 'another' }]) {
+      await s.redis.xadd(key, '*', 'e', JSON.stringify({ route: { kind: 'user', userId: member.userId }, payload }));
+    }
+    await barrier(member, m);
+    t.same(since(m, mark).map((e) => e.type), ['UserUpdate'], 'nothing but the barrier arrived');
+    t.equal(m.ws.readyState, m.ws.OPEN, 'and the socket of the other session stays open');
+    m.close();
   });
 
   t.test('GET / advertises the gateway', async (t) => {

@@ -32,6 +32,13 @@ import type { GatewaySocket, QueuedEvent } from './socket.ts';
 interface Dispatched extends QueuedEvent {
   /** For `userPresence`: the servers the user is a member of. */
   presence?: Set<string>;
+  /** The payload serialised (once, on first use). */
+  text?: string;
+}
+
+/** The event's payload as sent unchanged, serialised once for every socket. */
+function textOf(ev: Dispatched): string {
+  return (ev.text ??= JSON.stringify(ev.payload));
 }
 
 /** Options of the hub. */
@@ -247,24 +254,24 @@ export class Hub {
   /** Delivers one event to one socket, rewritten for it (or not at all). */
   private async deliver(s: GatewaySocket, ev: Dispatched): Promise<void> {
     const r = ev.route;
-    const p = ev.payload;
     switch (r.kind) {
       case 'user':
-        if (s.userId === r.userId) this.deliverToUser(s, p);
+        if (s.userId === r.userId) this.deliverToUser(s, ev);
         return;
       case 'userPresence':
-        if (s.userId === r.userId || [...(ev.presence ?? [])].some((id) => s.servers.has(id))) s.send(p);
+        if (s.userId === r.userId || sharesServer(s, ev.presence)) s.sendText(textOf(ev));
         return;
       case 'channel':
-        if (s.servers.has(r.serverId)) await this.deliverInChannel(s, r.serverId, r.channelId, p);
+        if (s.servers.has(r.serverId)) await this.deliverInChannel(s, r.serverId, r.channelId, ev);
         return;
       case 'server':
-        if (s.servers.has(r.serverId)) await this.deliverInServer(s, r.serverId, p);
+        if (s.servers.has(r.serverId)) await this.deliverInServer(s, r.serverId, ev);
         return;
     }
   }
 
-  private deliverToUser(s: GatewaySocket, p: QueuedEvent['payload']): void {
+  private deliverToUser(s: GatewaySocket, ev: Dispatched): void {
+    const p = ev.payload;
     switch (p.type) {
       case 'ServerCreate': {
         const serverId = String(p.id);
@@ -272,7 +279,7 @@ export class Hub {
         if (s.servers.has(serverId)) return;
         const channels = Array.isArray(p.channels) ? (p.channels as Array<{ _id: string }>) : [];
         this.subscribe(s, serverId, new Set(channels.map((c) => c._id)));
-        s.send(p);
+        s.sendText(textOf(ev));
         return;
       }
       case 'DeleteSession':
@@ -282,22 +289,23 @@ export class Hub {
         }
         return;
       default:
-        if (!INTERNAL_EVENT_TYPES.has(p.type)) s.send(p);
+        if (!INTERNAL_EVENT_TYPES.has(p.type)) s.sendText(textOf(ev));
     }
   }
 
-  private async deliverInChannel(s: GatewaySocket, serverId: string, channelId: string, p: QueuedEvent['payload']): Promise<void> {
+  private async deliverInChannel(s: GatewaySocket, serverId: string, channelId: string, ev: Dispatched): Promise<void> {
+    const p = ev.payload;
     if (p.type === 'ChannelCreate' || p.type === 'ChannelUpdate') {
       const before = s.sees(serverId, channelId);
       const after = await this.canView(s, serverId, channelId);
       if (p.type === 'ChannelCreate') {
         if (!before && after) {
           s.servers.get(serverId)!.add(channelId);
-          s.send(p);
+          s.sendText(textOf(ev));
         }
         return;
       }
-      if (before && after) s.send(p);
+      if (before && after) s.sendText(textOf(ev));
       else if (before && !after) {
         s.servers.get(serverId)?.delete(channelId);
         s.send({ type: 'ChannelDelete', id: channelId });
@@ -310,17 +318,20 @@ export class Hub {
       return;
     }
     if (!s.sees(serverId, channelId)) return;
-    s.send(personalise(p, s.userId));
+    const personal = personalise(p, s.userId);
+    if (personal === p) s.sendText(textOf(ev));
+    else s.send(personal);
   }
 
-  private async deliverInServer(s: GatewaySocket, serverId: string, p: QueuedEvent['payload']): Promise<void> {
+  private async deliverInServer(s: GatewaySocket, serverId: string, ev: Dispatched): Promise<void> {
+    const p = ev.payload;
     switch (p.type) {
       case 'ServerDelete':
-        s.send(p);
+        s.sendText(textOf(ev));
         this.unsubscribe(s, serverId);
         return;
       case 'ServerMemberLeave':
-        s.send(p);
+        s.sendText(textOf(ev));
         if (p.user === s.userId) this.unsubscribe(s, serverId);
         return;
       case 'ChannelDelete': {
@@ -328,18 +339,24 @@ export class Hub {
         // Only a socket that knew the channel hears of its deletion.
         if (!s.sees(serverId, channelId)) return;
         s.servers.get(serverId)!.delete(channelId);
-        s.send(p);
+        s.sendText(textOf(ev));
         return;
       }
       case 'ServerMemberUpdate':
-        if ((p.id as { user?: string }).user === s.userId && memberPermissionsChanged(p)) {
-          s.sendAll([...(await this.recompute(s, serverId)), p]);
-        } else s.send(p);
+        if ((p.id as { user?: string }).user === s.userId && memberPermissionsChanged(p)) await this.sendWithChanges(s, serverId, ev);
+        else s.sendText(textOf(ev));
         return;
       default:
-        if (serverPermissionsChanged(p)) s.sendAll([...(await this.recompute(s, serverId)), p]);
-        else s.send(p);
+        if (serverPermissionsChanged(p)) await this.sendWithChanges(s, serverId, ev);
+        else s.sendText(textOf(ev));
     }
+  }
+
+  /** The event, preceded by the channel changes it causes for this socket (as one Bulk when there are any). */
+  private async sendWithChanges(s: GatewaySocket, serverId: string, ev: Dispatched): Promise<void> {
+    const changes = await this.recompute(s, serverId);
+    if (changes.length === 0) s.sendText(textOf(ev));
+    else s.send({ type: 'Bulk', v: [...changes, ev.payload] });
   }
 
   /** Whether the socket's user may view a channel now (cached facts). */
@@ -376,6 +393,12 @@ export class Hub {
     }
     return frames;
   }
+}
+
+/** Whether the socket is subscribed to one of the servers. */
+function sharesServer(s: GatewaySocket, servers: Set<string> | undefined): boolean {
+  for (const id of servers ?? []) if (s.servers.has(id)) return true;
+  return false;
 }
 
 /** A message's embedded author as seen by the recipient (bonfire recomputes `user.relationship` per socket). */

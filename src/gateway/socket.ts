@@ -57,15 +57,14 @@ export class GatewaySocket {
    * hold up the others, whose sends never wait on it.
    */
   send(frame: Record<string, unknown>): void {
-    if (this.state === 'closed') return;
-    this.ws.send(JSON.stringify(frame));
-    if (this.ws.bufferedAmount > this.maxBuffered) this.drop('slow');
+    this.sendText(JSON.stringify(frame));
   }
 
-  /** Sends `frames` as one frame: the frame itself, or `Bulk {v}` for several. */
-  sendAll(frames: Array<Record<string, unknown>>): void {
-    if (frames.length === 0) return;
-    this.send(frames.length === 1 ? frames[0]! : { type: 'Bulk', v: frames });
+  /** Sends a frame already serialised (an event sent unchanged to many sockets is serialised once). */
+  sendText(text: string): void {
+    if (this.state === 'closed') return;
+    this.ws.send(text);
+    if (this.ws.bufferedAmount > this.maxBuffered) this.drop('slow');
   }
 
   /** Whether the socket is closing or closed (a method, so that checks after an await are not narrowed away). */
