@@ -9,7 +9,7 @@ import { Permission as P, DEFAULT_PERMISSION_SERVER } from '../src/permissions/b
 import { client, signup, type TestUser } from './helpers/http.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
 import { createLogger } from '../src/log.ts';
-import { controlKeys } from '../src/readmodel/keys.ts';
+import { controlKeys, genKeys } from '../src/readmodel/keys.ts';
 import { startService } from '../src/service.ts';
 import { deletePrefix, startTestService, testConfig, waitServing, type TestService } from './helpers/service.ts';
 import { connectReady, connectWs, type Frame, type WsClient } from './helpers/ws.ts';
@@ -542,6 +542,22 @@ t.test('gateway', async (t) => {
     t.same(since(m, mark).map((e) => e.type), ['UserUpdate'], 'nothing but the barrier arrived');
     t.equal(m.ws.readyState, m.ws.OPEN, 'and the socket of the other session stays open');
     m.close();
+  });
+
+  t.test('while the read models cannot serve, a connection gets InternalError, not InvalidSession', async (t) => {
+    const readyKey = s.readModels.key(genKeys.caughtUp(s.config.projectorPartitions, 0));
+    await s.redis.del(readyKey);
+    t.teardown(() => s.redis.set(readyKey, '1'));
+    // `serving()` caches its answer for a quarter of a second.
+    await new Promise((r) => setTimeout(r, 300));
+    const c = connectWs(s, { token: member.token });
+    await c.closed;
+    t.same(c.frames, [{ type: 'Error', data: { type: 'InternalError', at: 'Ready' } }]);
+    await s.redis.set(readyKey, '1');
+    await new Promise((r) => setTimeout(r, 300));
+    const again = await connectReady(s, member.token);
+    t.equal(again.frames[1]!.users[0]._id, member.userId, 'served again once caught up');
+    again.close();
   });
 
   t.test('GET / advertises the gateway', async (t) => {

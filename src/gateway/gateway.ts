@@ -126,6 +126,10 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     // Queue events before reading anything: whatever Ready misses arrives after it.
     hub.startPreparing(s);
     try {
+      // While the read models rebuild, a live session would look unknown: say so instead of InvalidSession
+      // (which a client takes as a logout); the client reconnects with backoff.
+      if (!(await o.readModels.serving())) return fail(s, { type: 'InternalError', at: 'Ready' }, 'error');
+      if (s.isClosed()) return;
       const session = token.length <= 256 ? await o.readModels.getJson<SessionRecord>(rm.session(hashToken(token))) : null;
       if (s.isClosed()) return;
       if (!session) return fail(s, { type: 'InvalidSession' });
