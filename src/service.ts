@@ -239,9 +239,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     mediaUrl,
     onStop: [],
     async stop() {
-      // Sockets first: an open WebSocket would keep the API server from closing.
-      await service.gateway?.close();
-      await Promise.all([closeServer(service.apiServer), closeServer(service.mediaServer)]);
+      // The gateway closes its sockets (1001) while the servers stop accepting and drain: an open WebSocket
+      // would otherwise keep the API server from closing.
+      await Promise.all([service.gateway?.close(), closeServer(service.apiServer), closeServer(service.mediaServer)]);
       for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
       await uploads?.close();
       await mediaWorkers?.close();
