@@ -5,7 +5,8 @@ import t from 'tap';
 import { DEFAULT_PERMISSION_SERVER, Permission as P } from '../src/permissions/bits.ts';
 import { client, signup } from './helpers/http.ts';
 import { createServer, join } from './helpers/servers.ts';
-import { startTestService } from './helpers/service.ts';
+import { spawn } from 'node:child_process';
+import { deletePrefix, startTestService, tempDir, TEST_REDIS_URL, uniquePrefix } from './helpers/service.ts';
 import { connectReady, connectWs } from './helpers/ws.ts';
 
 /** Waits until `cond` holds (checked every 20 ms); fails after `timeoutMs`. */
@@ -115,4 +116,44 @@ t.test('heartbeat: a socket that does not answer pings is dropped; authenticatio
   await silent.closed;
   t.same(silent.frames, [{ type: 'Error', data: { type: 'InvalidSession' } }], 'no Authenticate in time');
   live.close();
+});
+
+t.test('SIGTERM: the process closes its sockets with 1001 and exits 0', async (t) => {
+  const dir = tempDir(t);
+  const prefix = uniquePrefix();
+  t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
+  const env = { ...process.env, API_PORT: '0', MEDIA_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, LOG_LEVEL: 'info', RATE_LIMITS: 'off' };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  const apiUrl = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"api listening"/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', () => reject(new Error('exited early: ' + out)));
+  });
+  await until(() => out.includes('"msg":"service started"'), 'the service started', 30_000);
+  let u;
+  for (let i = 0; ; i++) {
+    try {
+      u = await signup({ apiUrl });
+      break;
+    } catch (err) {
+      if (i > 100) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const c = await connectReady({ apiUrl }, u.token);
+  const started = Date.now();
+  child.kill('SIGTERM');
+  const closed = await c.closed;
+  t.equal(closed.code, 1001, 'going away');
+  const code = await new Promise((r) => (child.exitCode !== null ? r(child.exitCode) : child.on('exit', r)));
+  t.equal(code, 0, 'exit code 0');
+  t.ok(Date.now() - started < 9000, `stopped in ${Date.now() - started} ms, not at the 10 s cut`);
+  t.notOk(out.includes('"level":50'), 'no error logged');
 });
