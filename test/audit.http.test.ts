@@ -325,6 +325,12 @@ t.test('audit log', async (t) => {
     t.equal((await newcomer.api.del(S, undefined, because('leaving'))).status, 204, 'leave');
     t.equal((await newcomer.api.patch('/users/@me', { display_name: 'Newcomer' }, because('new name'))).status, 200, 'user edit');
     t.equal((await newcomer.api.post('/servers/create', { name: 'Elsewhere' }, because('mine'))).status, 200, 'server create');
+    const anon = client(s);
+    const email = `audit.${Date.now()}@example.test`;
+    t.equal((await anon.post('/auth/account/create', { email, password: 'correct horse battery' }, because('sign-up'))).status, 204, 'account create');
+    const login = await anon.post('/auth/session/login', { email, password: 'correct horse battery' }, because('log-in'));
+    t.equal(login.status, 200, 'login');
+    t.equal((await client(s, login.body.token).post('/auth/session/logout', undefined, because('log-out'))).status, 204, 'logout');
     const events = await eventsAfter(s, from);
     t.same(
       events.map((e) => [e.type, e.metadata.reason]),
@@ -334,9 +340,12 @@ t.test('audit log', async (t) => {
         ['UserEdited', 'new name'],
         ['ServerCreated', 'mine'],
         ['MemberJoined', 'mine'],
+        ...events.slice(5).map((e) => [e.type, ({ SessionCreated: 'log-in', SessionRevoked: 'log-out' } as Record<string, string>)[e.type] ?? 'sign-up']),
       ],
       'each event carries the reason of its request',
     );
+    t.same(events.slice(5).map((e) => e.type).filter((x) => x === 'SessionCreated' || x === 'SessionRevoked'), ['SessionCreated', 'SessionRevoked'], 'the account events are there');
+    t.ok(events.length > 7, 'account creation appended its events');
     t.equal(await newest(), before, 'no new entry');
   });
 
