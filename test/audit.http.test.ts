@@ -71,12 +71,12 @@ function checkPage(t: Tap.Test, body: Page): void {
 
 t.test('audit log', async (t) => {
   const s = await startTestService(t, { RATE_LIMITS: 'off' });
-  const [owner, mod, plain, victim, victim2, outsider] = await Promise.all([signup(s), signup(s), signup(s), signup(s), signup(s), signup(s)]);
+  const [owner, mod, plain, victim, outsider] = await Promise.all([signup(s), signup(s), signup(s), signup(s), signup(s)]);
   const srv = await createServer(owner, 'Audit');
   const S = `/servers/${srv.id}`;
   const log = (u: TestUser, query = '') => u.api.get<Page & { type?: string; permission?: string }>(`${S}/audit_logs${query}`);
   t.same((await log(owner)).body, { audit_logs: [], users: [], members: [] }, 'a new server has an empty log (server creation is not audited)');
-  await join(owner, srv.general, mod, plain, victim, victim2);
+  await join(owner, srv.general, mod, plain, victim);
   const modRole = await roleWith(owner, srv.id, P.ViewAuditLogs | P.KickMembers | P.BanMembers | P.ManageNicknames, [mod], 'Mod');
 
   type Expected = Omit<AuditEntry, '_id' | 'at' | 'server' | 'reason'>;
@@ -261,28 +261,28 @@ t.test('audit log', async (t) => {
     t.same(kick.page.users.map((u) => u._id).sort(), [mod.userId, V].sort(), 'users: the actor and the target');
     t.same(kick.page.members.map((m) => m._id.user), [mod.userId], 'members: only those still members');
 
-    await audited(t, 'ban', (x) => mod.api.put(`${S}/bans/${victim2.userId}`, { reason: 'spam' }, x), 200, {
+    await audited(t, 'ban', (x) => mod.api.put(`${S}/bans/${victim.userId}`, { reason: 'spam' }, x), 200, {
       action: 'BanCreate',
       actor: mod.userId,
-      target: { type: 'User', id: victim2.userId },
+      target: { type: 'User', id: victim.userId },
       changes: { reason: { after: 'spam' } },
     });
-    await audited(t, 'forgiven', (x) => owner.api.del(`${S}/bans/${victim2.userId}`, undefined, x), 204, {
+    await audited(t, 'forgiven', (x) => owner.api.del(`${S}/bans/${victim.userId}`, undefined, x), 204, {
       action: 'BanDelete',
       actor: ownerId,
-      target: { type: 'User', id: victim2.userId },
+      target: { type: 'User', id: victim.userId },
       changes: { reason: { before: 'spam' } },
     });
-    await audited(t, 'ban without a reason', (x) => owner.api.put(`${S}/bans/${outsider.userId}`, {}, x), 200, {
+    await audited(t, 'ban without a reason', (x) => owner.api.put(`${S}/bans/${victim.userId}`, {}, x), 200, {
       action: 'BanCreate',
       actor: ownerId,
-      target: { type: 'User', id: outsider.userId },
+      target: { type: 'User', id: victim.userId },
       changes: {},
     });
-    await audited(t, 'unban', (x) => owner.api.del(`${S}/bans/${outsider.userId}`, undefined, x), 204, {
+    await audited(t, 'unban', (x) => owner.api.del(`${S}/bans/${victim.userId}`, undefined, x), 204, {
       action: 'BanDelete',
       actor: ownerId,
-      target: { type: 'User', id: outsider.userId },
+      target: { type: 'User', id: victim.userId },
       changes: {},
     });
 
@@ -319,12 +319,11 @@ t.test('audit log', async (t) => {
     const newest = async () => (await log(owner, '?limit=1')).body.audit_logs[0]!._id;
     const before = await newest();
     const code = (await owner.api.get(`${S}/invites`)).body[0]._id as string;
-    const newcomer = await signup(s);
     const from = await s.store.headPosition();
-    t.equal((await newcomer.api.post(`/invites/${code}`, undefined, because('joining'))).status, 200, 'join');
-    t.equal((await newcomer.api.del(S, undefined, because('leaving'))).status, 204, 'leave');
-    t.equal((await newcomer.api.patch('/users/@me', { display_name: 'Newcomer' }, because('new name'))).status, 200, 'user edit');
-    t.equal((await newcomer.api.post('/servers/create', { name: 'Elsewhere' }, because('mine'))).status, 200, 'server create');
+    t.equal((await outsider.api.post(`/invites/${code}`, undefined, because('joining'))).status, 200, 'join');
+    t.equal((await outsider.api.del(S, undefined, because('leaving'))).status, 204, 'leave');
+    t.equal((await outsider.api.patch('/users/@me', { display_name: 'Newcomer' }, because('new name'))).status, 200, 'user edit');
+    t.equal((await outsider.api.post('/servers/create', { name: 'Elsewhere' }, because('mine'))).status, 200, 'server create');
     const anon = client(s);
     const email = `audit.${Date.now()}@example.test`;
     t.equal((await anon.post('/auth/account/create', { email, password: 'correct horse battery' }, because('sign-up'))).status, 204, 'account create');
@@ -407,14 +406,15 @@ t.test('audit log', async (t) => {
   t.test('paging and filters over more than 100 entries', async (t) => {
     const p = await createServer(owner, 'Paging');
     const PS = `/servers/${p.id}`;
-    const staff = await signup(s);
-    const idle = await signup(s);
-    await join(owner, p.general, staff, idle);
+    // The moderator of the first server is staff here; the outsider never acts here.
+    const staff = mod;
+    await join(owner, p.general, staff);
     await roleWith(owner, p.id, P.ViewAuditLogs | P.ManageServer | P.ManageRole, [staff], 'Staff');
     const target = (await owner.api.post(`${PS}/roles`, { name: 'target' })).body.id as string;
+    const N = 102;
     type Done = { actor: string; action: 'ServerEdit' | 'RoleEdit'; name: string };
     const done: Done[] = [];
-    for (let i = 0; i < 120; i++) {
+    for (let i = 0; i < N; i++) {
       const u = i % 3 === 0 ? staff : owner;
       const name = `n${i}`;
       const role = i % 4 === 0;
@@ -427,14 +427,14 @@ t.test('audit log', async (t) => {
     for await (const e of s.store.readAll()) if (e.stream === `server-${p.id}`) events.push(e);
     const auditedTypes = new Set(['RoleCreated', 'RolePermissionsSet', 'MemberEdited', 'InviteCreated', 'RoleEdited', 'ServerEdited']);
     const expected = events.filter((e) => auditedTypes.has(e.type)).map((e) => auditId(e.metadata.at, e.id)).reverse();
-    t.ok(expected.length > 120, `${expected.length} entries`);
+    t.ok(expected.length > 100, `${expected.length} entries`);
     const full = await wholeLog(owner, p.id);
     t.same(full.map((e) => e._id), expected, 'the whole log: exact ids, newest first');
     t.ok(full.every((e, i) => i === 0 || full[i - 1]!._id > e._id), 'ids strictly decreasing');
     t.same(
-      full.slice(0, 120).map((e) => ({ actor: e.actor, action: e.action, name: (e.changes.name as { after: string }).after })),
+      full.slice(0, N).map((e) => ({ actor: e.actor, action: e.action, name: (e.changes.name as { after: string }).after })),
       [...done].reverse(),
-      'the newest 120 are the actions, in reverse order, with their actors',
+      `the newest ${N} are the actions, in reverse order, with their actors`,
     );
     const ids = (es: AuditEntry[]) => es.map((e) => e._id);
     const get = async (q: string) => {
@@ -471,18 +471,18 @@ t.test('audit log', async (t) => {
     const only = (f: (e: AuditEntry) => boolean) => expected.filter((id) => f(byId.get(id)!));
     const staffOnly = await get(`?user=${staff.userId}&limit=100`);
     t.same(ids(staffOnly.audit_logs), only((e) => e.actor === staff.userId), 'user: only that actor');
-    t.equal(staffOnly.audit_logs.length, 40);
+    t.equal(staffOnly.audit_logs.length, 34);
     t.same(staffOnly.users.map((u) => u._id), [staff.userId], 'users: the actor');
     t.same(staffOnly.members.map((m) => m._id.user), [staff.userId], 'members: the actor');
     const roleEdits = await get('?action=RoleEdit&limit=100');
     t.same(ids(roleEdits.audit_logs), only((e) => e.action === 'RoleEdit'), 'action: only that action');
-    t.equal(roleEdits.audit_logs.length, 30);
+    t.equal(roleEdits.audit_logs.length, 26);
     const both = only((e) => e.action === 'RoleEdit' && e.actor === staff.userId);
     t.same(ids((await get(`?action=RoleEdit&user=${staff.userId}`)).audit_logs), both, 'user and action');
-    t.equal(both.length, 10);
+    t.equal(both.length, 9);
     const ownerServerEdits = only((e) => e.action === 'ServerEdit' && e.actor === owner.userId);
     t.same(ids((await get(`?action=ServerEdit&user=${owner.userId}&limit=5&before=${ownerServerEdits[4]}`)).audit_logs), ownerServerEdits.slice(5, 10), 'filtered paging');
-    t.same(ids((await get(`?user=${idle.userId}`)).audit_logs), [], 'an actor with no entries');
+    t.same(ids((await get(`?user=${outsider.userId}`)).audit_logs), [], 'an actor with no entries');
     t.same(ids((await get('?action=BanCreate')).audit_logs), [], 'an action with no entries');
 
     for (const q of ['?limit=0', '?limit=101', '?limit=-1', '?limit=x', '?limit=1.5', '?before=nope', '?after=0123', '?user=someone', '?action=Nope', '?action=serveredit', '?limit=1&limit=2']) {
@@ -514,8 +514,6 @@ t.test('audit log', async (t) => {
     t.equal((await owner.api.get(S)).body.name, 'Limit', 'the rest is there');
     await rebuildWith(PROJECTIONS);
     t.same(await snapshot(), live, 'adding the projection and rebuilding: the same keys, the same bytes, the same answers');
-    await rebuildWith(PROJECTIONS);
-    t.same(await snapshot(), live, 'and again');
   });
 
   t.test("a deleted server's log is dropped with it", async (t) => {
