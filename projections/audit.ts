@@ -4,10 +4,10 @@
  * rebuild replays them). The entry of an event is computed by the pure `auditEntryOf`
  * (`src/domain/audit/entries.ts`, which documents the entry shape).
  *
- * Before/after values: the events carry only the new values, so this projection runs BEFORE the servers and
- * channels projections (it is first in `projections/index.ts`) and reads the state they keep — the server,
- * its members, bans and invites, the channels, all keys of the event's own scope (the server) — which at that
- * moment is still the state before the event. The after value is `evolve(before, event)`, the same function
+ * Before/after values: the events carry only the new values, so this projection runs BEFORE the servers,
+ * channels, emojis and messages projections (it is first in `projections/index.ts`) and reads the state they
+ * keep — the server, its members, bans, invites and emoji, the channels and their messages, all keys of the
+ * event's own scope (the server) — which at that moment is still the state before the event. The after value is `evolve(before, event)`, the same function
  * those projections apply. The runner applies the projections of one event in list order on one batch
  * transaction whose reads see earlier events' writes, so the live projector, a second projector and a rebuild
  * see the same before-state and write the same entries; entry ids come from the event (time and id), so a
@@ -17,15 +17,20 @@
  * 0 so they are ordered by id (= by time): every entry (`audit:<server>`), by actor, by action, and by actor
  * and action, so each filtered page is one O(log n + page) range read.
  *
+ * A bulk delete appends one `MessageDeleted` per message in one atomic append, and only the last lists the
+ * bulk; each of them records its message's author in a small hash (`rm.auditBulk`), which the last one reads
+ * into its entry and removes, in the same batch or a later one (the hash commits with the checkpoint).
+ *
  * A deleted server's log is dropped with it (`ServerDeleted`): nobody can be a member of a deleted server, so
  * the route could never serve it again, and keeping it would grow Redis forever. Nothing is lost: the events
  * stay in the store, and `npm run events -- state --at <position before the deletion> --server <id>`
  * rebuilds the server, its audit log included, as it was.
  */
-import { AUDITED_EVENT_TYPES, auditEntryOf, auditNeeds, type AuditEntry, type AuditFacts } from '../src/domain/audit/entries.ts';
+import { AUDITED_EVENT_TYPES, auditEntryOf, auditNeeds, isBulkDeletion, type AuditEntry, type AuditFacts } from '../src/domain/audit/entries.ts';
 import type { ChannelState } from '../src/domain/channel/state.ts';
 import type { StoredEvent } from '../src/domain/events.ts';
-import type { InviteObject, MemberObject, ServerBanObject } from '../src/domain/models.ts';
+import type { EmojiObject, InviteObject, MemberObject, ServerBanObject } from '../src/domain/models.ts';
+import type { MessageState } from '../src/domain/message/state.ts';
 import type { ServerState } from '../src/domain/server/state.ts';
 import { rm } from '../src/readmodel/keys.ts';
 import type { Projection, ProjectionTx } from './types.ts';
@@ -51,7 +56,26 @@ async function loadFacts(e: StoredEvent, tx: ProjectionTx): Promise<AuditFacts |
   if (needs.memberId !== undefined) facts.member = await tx.hgetJson<MemberObject>(rm.serverMembers(serverId), needs.memberId);
   if (needs.banId !== undefined) facts.ban = await tx.hgetJson<ServerBanObject>(rm.serverBans(serverId), needs.banId);
   if (needs.inviteCode !== undefined) facts.invite = await tx.getJson<InviteObject>(rm.invite(needs.inviteCode));
+  if (needs.emojiId !== undefined) facts.emoji = await tx.hgetJson<EmojiObject>(rm.serverEmojis(serverId), needs.emojiId);
+  if (needs.messageId !== undefined && needs.channelId !== undefined) {
+    facts.message = await tx.hgetJson<MessageState>(rm.channelMessages(needs.channelId), needs.messageId);
+    if (isBulkDeletion(e)) facts.bulk = await collectBulk(e, tx, serverId, needs.channelId, facts.message);
+  }
   return facts;
+}
+
+/**
+ * One message of a bulk delete: remembers its author; on the bulk's last event returns every message of the
+ * bulk with its author, in the bulk's order (messages the read models did not hold are left out).
+ */
+async function collectBulk(e: StoredEvent, tx: ProjectionTx, serverId: string, channelId: string, message: MessageState | null): Promise<Array<{ _id: string; author: string }>> {
+  if (e.type !== 'MessageDeleted') return [];
+  const key = rm.auditBulk(serverId, channelId, e.metadata.requestId);
+  if (message) tx.hsetJson(key, message._id, message.author);
+  if (!e.data.bulkIds) return [];
+  const authors = await tx.hgetallJson<string>(key);
+  tx.del(key);
+  return e.data.bulkIds.filter((id) => authors.has(id)).map((id) => ({ _id: id, author: authors.get(id)! }));
 }
 
 /** Stores an entry and adds its id to every index it belongs to. */

@@ -2,7 +2,8 @@
 // computed from the state before an event (no Redis; the HTTP tests cover the same end to end).
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { AUDIT_ACTIONS, AUDITED_EVENT_TYPES, auditEntryOf, auditId, auditNeeds, type AuditFacts } from '../src/domain/audit/entries.ts';
+import { AUDIT_ACTIONS, AUDITED_EVENT_TYPES, auditEntryOf, auditId, auditNeeds, isBulkDeletion, type AuditFacts } from '../src/domain/audit/entries.ts';
+import type { MessageState } from '../src/domain/message/state.ts';
 import type { ChannelState } from '../src/domain/channel/state.ts';
 import type { DomainEvent, StoredEvent } from '../src/domain/events.ts';
 import type { EventMetadata } from '../src/eventstore/port.ts';
@@ -141,4 +142,22 @@ t.test('a channel role override names its role in context', async (t) => {
   const e = stored({ type: 'ChannelRolePermissionsSet', data: { channelId: 'C1', roleId: 'R1', permissions: { a: 1, d: 2 } } }, {}, 'channel-C1');
   const entry = auditEntryOf(e, { ...facts, channel: { ...channel, role_permissions: { R1: { a: 0, d: 1 } } } })!;
   t.strictSame([entry.action, entry.context, entry.changes], ['ChannelRolePermissionsEdit', { role: 'R1' }, { permissions: { before: { a: 0, d: 1 }, after: { a: 1, d: 2 } } }]);
+});
+
+t.test('messages: only moderation gives entries', async (t) => {
+  const message: MessageState = { _id: 'M1', channel: 'C1', author: 'AUTHOR', content: 'hi', revision: 0, reactions: { x: ['AUTHOR', MOD] } };
+  const m = (e: DomainEvent, actor = MOD) => stored(e, { actor }, 'message-M1');
+  const f = { ...facts, channel, message };
+  t.equal(auditEntryOf(m({ type: 'MessageDeleted', data: { channel: 'C1' } }, 'AUTHOR'), f), null, 'the author deleting: none');
+  t.match(auditEntryOf(m({ type: 'MessageDeleted', data: { channel: 'C1' } }), f), { action: 'MessageDelete', context: { author: 'AUTHOR' } }, 'someone else: MessageDelete');
+  t.equal(auditEntryOf(m({ type: 'MessageDeleted', data: { channel: 'C1', inBulk: true } }), f), null, 'a bulk member: none (the bulk has one entry)');
+  const bulk = auditEntryOf(m({ type: 'MessageDeleted', data: { channel: 'C1', bulkIds: ['M0', 'M1'] } }, 'AUTHOR'), { ...f, bulk: [{ _id: 'M0', author: 'A' }, { _id: 'M1', author: 'AUTHOR' }] })!;
+  t.strictSame([bulk.action, bulk.target, bulk.changes], ['MessageBulkDelete', { type: 'Channel', id: 'C1' }, { messages: { before: [{ _id: 'M0', author: 'A' }, { _id: 'M1', author: 'AUTHOR' }] } }], 'the last of a bulk: one entry, even by an author');
+  t.equal(auditEntryOf(m({ type: 'MessageUnreacted', data: { channel: 'C1', userId: MOD, emoji: 'x' } }), f), null, 'removing one\'s own reaction: none');
+  t.strictSame(auditEntryOf(m({ type: 'MessageUnreacted', data: { channel: 'C1', userId: 'AUTHOR', emoji: 'x' } }), f)!.changes, { reactions: { before: { x: ['AUTHOR', MOD] }, after: { x: [MOD] } } });
+  t.equal(auditEntryOf(m({ type: 'MessagePinned', data: { channel: 'C1', by: MOD } }), { ...f, message: null }), null, 'a message already gone: none');
+  t.same(auditNeeds(m({ type: 'MessagePinned', data: { channel: 'C1', by: MOD } })), { channelId: 'C1', messageId: 'M1' });
+  t.ok(isBulkDeletion(m({ type: 'MessageDeleted', data: { channel: 'C1', inBulk: true } })));
+  t.notOk(isBulkDeletion(m({ type: 'MessageDeleted', data: { channel: 'C1' } })));
+  t.strictSame(auditEntryOf(stored({ type: 'EmojiDeleted', data: { emojiId: 'E' } }), { ...facts, emoji: null })!.changes, {}, 'an emoji the read models did not hold: no values');
 });

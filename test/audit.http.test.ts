@@ -11,7 +11,7 @@ import { PROJECTIONS } from '../projections/index.ts';
 import { rebuild } from '../projections/rebuild.ts';
 import { auditId, type AuditEntry } from '../src/domain/audit/entries.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
-import { isUlid, ulidTime } from '../src/ids.ts';
+import { isUlid, newId, ulidTime } from '../src/ids.ts';
 import { createLogger } from '../src/log.ts';
 import { DEFAULT_PERMISSION_SERVER, Permission as P } from '../src/permissions/bits.ts';
 import { generationPrefix, rm } from '../src/readmodel/keys.ts';
@@ -84,13 +84,14 @@ t.test('audit log', async (t) => {
    * Runs one write that must add exactly one entry; checks the events it appended carry the reason, and the
    * entry: everything but `_id`/`at` as expected, and `_id`/`at` derived from one of those events.
    */
-  async function audited(
+  const auditedIn = (serverId: string) => async function audited(
     t: Tap.Test,
     reason: string | undefined,
     run: (extra: Extra) => Promise<Res>,
     status: number,
     expectedOf: Expected | ((res: Res) => Expected),
   ): Promise<{ res: Res; entry: AuditEntry; page: Page }> {
+    const log = (u: TestUser, query = '') => u.api.get<Page>(`/servers/${serverId}/audit_logs${query}`);
     const prev = (await log(owner, '?limit=1')).body.audit_logs[0]!._id;
     const from = await s.store.headPosition();
     const res = await run(because(reason));
@@ -105,10 +106,11 @@ t.test('audit log', async (t) => {
     t.equal(page.body.audit_logs.length, 1, `${expected.action}: exactly one new entry`);
     const entry = page.body.audit_logs[0]!;
     const { _id, at, ...rest } = entry;
-    t.strictSame(rest, { server: srv.id, ...expected, ...(reason !== undefined ? { reason } : {}) }, `${expected.action}: the entry`);
+    t.strictSame(rest, { server: serverId, ...expected, ...(reason !== undefined ? { reason } : {}) }, `${expected.action}: the entry`);
     t.ok(events.some((e) => auditId(e.metadata.at, e.id) === _id && e.metadata.at === at), 'id and time come from the event');
     return { res, entry, page: page.body };
-  }
+  };
+  const audited = auditedIn(srv.id);
 
   t.test('every audited action, with actor, target, reason and exact changes', async (t) => {
     const ownerId = owner.userId;
@@ -313,6 +315,119 @@ t.test('audit log', async (t) => {
       changes: { name: { before: 'logs-2' }, nsfw: { before: true }, default_permissions: { before: { a: 0, d: sendReact } }, role_permissions: { before: {} } },
     });
     t.equal((await owner.api.get(`/channels/${C}`)).status, 404, 'really deleted');
+  });
+
+  t.test('messages, reactions, pins and emoji: moderation is audited, one\'s own actions are not', async (t) => {
+    const m = await createServer(owner, 'Messages');
+    const MS = `/servers/${m.id}`;
+    const G = m.general;
+    await join(owner, G, mod, plain);
+    await roleWith(owner, m.id, P.ManageMessages | P.ManageCustomisation | P.ViewAuditLogs, [mod], 'Moderator');
+    const audit = auditedIn(m.id);
+    const newest = async () => (await owner.api.get<Page>(`${MS}/audit_logs?limit=1`)).body.audit_logs[0]!._id;
+    const send = async (u: TestUser, content: string) => {
+      const r = await u.api.post(`/channels/${G}/messages`, { content });
+      if (r.status !== 200) throw new Error(`send ${r.status} ${r.text}`);
+      return r.body._id as string;
+    };
+    const M = (id: string) => `/channels/${G}/messages/${id}`;
+    const thumbs = encodeURIComponent('👍');
+    const fire = encodeURIComponent('🔥');
+
+    // The author's own actions: no entry.
+    const quiet = await newest();
+    const own = await send(plain, 'hello');
+    t.equal((await plain.api.put(`${M(own)}/reactions/${fire}`)).status, 204);
+    t.equal((await plain.api.del(`${M(own)}/reactions/${fire}`)).status, 204, 'removing one\'s own reaction');
+    t.equal((await plain.api.del(M(own))).status, 204, 'deleting one\'s own message');
+    t.equal(await newest(), quiet, 'sending, reacting, unreacting and deleting one\'s own: nothing audited');
+
+    const bad = await send(plain, 'bad words');
+    const del = await audit(t, 'rule 3 ⚖️', (x) => mod.api.del(M(bad), undefined, x), 204, {
+      action: 'MessageDelete',
+      actor: mod.userId,
+      target: { type: 'Message', id: bad },
+      changes: { content: { before: 'bad words' } },
+      context: { channel: G, author: plain.userId },
+    });
+    t.same(del.page.users.map((u) => u._id).sort(), [mod.userId, plain.userId].sort(), 'users: the moderator and the author');
+    t.same(del.page.members.map((x) => x._id.user).sort(), [mod.userId, plain.userId].sort());
+
+    const pinned = await send(plain, 'read the rules');
+    await audit(t, 'important', (x) => mod.api.post(`${M(pinned)}/pin`, undefined, x), 204, {
+      action: 'MessagePin',
+      actor: mod.userId,
+      target: { type: 'Message', id: pinned },
+      changes: { pinned: { before: false, after: true } },
+      context: { channel: G, author: plain.userId },
+    });
+    await audit(t, undefined, (x) => mod.api.del(`${M(pinned)}/pin`, undefined, x), 204, {
+      action: 'MessageUnpin',
+      actor: mod.userId,
+      target: { type: 'Message', id: pinned },
+      changes: { pinned: { before: true, after: false } },
+      context: { channel: G, author: plain.userId },
+    });
+
+    for (const [u, emoji] of [[plain, thumbs], [owner, thumbs], [plain, fire]] as const) t.equal((await u.api.put(`${M(pinned)}/reactions/${emoji}`)).status, 204);
+    await audit(t, 'not that one', (x) => mod.api.del(`${M(pinned)}/reactions/${thumbs}?user_id=${plain.userId}`, undefined, x), 204, {
+      action: 'ReactionRemove',
+      actor: mod.userId,
+      target: { type: 'Message', id: pinned },
+      changes: { reactions: { before: { '👍': [plain.userId, owner.userId] }, after: { '👍': [owner.userId] } } },
+      context: { channel: G, author: plain.userId, emoji: '👍', user: plain.userId },
+    });
+    await audit(t, 'no thumbs', (x) => mod.api.del(`${M(pinned)}/reactions/${thumbs}?remove_all=true`, undefined, x), 204, {
+      action: 'ReactionRemove',
+      actor: mod.userId,
+      target: { type: 'Message', id: pinned },
+      changes: { reactions: { before: { '👍': [owner.userId] }, after: {} } },
+      context: { channel: G, author: plain.userId, emoji: '👍' },
+    });
+    await audit(t, 'clean slate', (x) => mod.api.del(`${M(pinned)}/reactions`, undefined, x), 204, {
+      action: 'ReactionsClear',
+      actor: mod.userId,
+      target: { type: 'Message', id: pinned },
+      changes: { reactions: { before: { '🔥': [plain.userId] }, after: {} } },
+      context: { channel: G, author: plain.userId },
+    });
+
+    const a1 = await send(plain, 'spam 1');
+    const a2 = await send(plain, 'spam 2');
+    const a3 = await send(owner, 'caught in it');
+    const notAMessage = newId(); // recent (a bulk delete refuses ids older than 7 days) but no message
+    await audit(t, 'raid cleanup', (x) => mod.api.del(`/channels/${G}/messages/bulk`, { ids: [a1, notAMessage, a2, a3] }, x), 204, {
+      action: 'MessageBulkDelete',
+      actor: mod.userId,
+      target: { type: 'Channel', id: G },
+      changes: { messages: { before: [{ _id: a1, author: plain.userId }, { _id: a2, author: plain.userId }, { _id: a3, author: owner.userId }] } },
+    });
+    const single = await send(owner, 'alone');
+    await audit(t, 'one', (x) => mod.api.del(`/channels/${G}/messages/bulk`, { ids: [single] }, x), 204, {
+      action: 'MessageBulkDelete',
+      actor: mod.userId,
+      target: { type: 'Channel', id: G },
+      changes: { messages: { before: [{ _id: single, author: owner.userId }] } },
+    });
+    const leftovers = await s.redis.keys(`${s.readModels.key(rm.auditIndex(m.id))}:bulk:*`);
+    t.same(leftovers, [], 'no bulk bookkeeping left behind');
+
+    const E = newId();
+    await audit(t, 'new emoji', (x) => mod.api.put(`/custom/emoji/${E}`, { name: 'party', parent: { type: 'Server', id: m.id }, nsfw: true }, x), 200, {
+      action: 'EmojiCreate',
+      actor: mod.userId,
+      target: { type: 'Emoji', id: E },
+      changes: { name: { after: 'party' }, creator_id: { after: mod.userId }, animated: { after: false }, nsfw: { after: true } },
+    });
+    await audit(t, 'unfitting', (x) => owner.api.del(`/custom/emoji/${E}`, undefined, x), 204, {
+      action: 'EmojiDelete',
+      actor: owner.userId,
+      target: { type: 'Emoji', id: E },
+      changes: { name: { before: 'party' }, creator_id: { before: mod.userId }, animated: { before: false }, nsfw: { before: true } },
+    });
+    const actions = (await wholeLog(owner, m.id)).map((e) => e.action);
+    t.same(actions.slice(0, 11), ['EmojiDelete', 'EmojiCreate', 'MessageBulkDelete', 'MessageBulkDelete', 'ReactionsClear', 'ReactionRemove', 'ReactionRemove', 'MessageUnpin', 'MessagePin', 'MessageDelete', 'MemberEdit'], 'the whole story, newest first');
+    t.equal((await owner.api.get<Page>(`${MS}/audit_logs?action=MessageBulkDelete`)).body.audit_logs.length, 2, 'filter by a message action');
   });
 
   t.test('writes that are not audited add no entry but still carry the reason', async (t) => {

@@ -6,6 +6,7 @@ import t from 'tap';
 import { Redis } from 'ioredis';
 import { stateAt, type StateAt } from '../src/cli/stateCounts.ts';
 import { createLogger } from '../src/log.ts';
+import { newId } from '../src/ids.ts';
 import type { AuditEntry } from '../src/domain/audit/entries.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import { runCli } from './helpers/cli.ts';
@@ -29,6 +30,10 @@ t.test('state --at: a server as it was before it was deleted', async (t) => {
   const role = (await owner.api.post(`${S}/roles`, { name: 'Mods' })).body.id as string;
   const incidents = (await owner.api.post(`${S}/channels`, { name: 'incidents' })).body._id as string;
   const created = (await s.store.headPosition())!;
+  for (const [u, ch, content] of [[owner, incidents, 'what happened?'], [member, incidents, 'no idea'], [member, srv.general, 'hi']] as const) {
+    t.equal((await u.api.post(`/channels/${ch}/messages`, { content })).status, 200);
+  }
+  t.equal((await owner.api.put(`/custom/emoji/${newId()}`, { name: 'alarm', parent: { type: 'Server', id: srv.id } })).status, 200);
   t.equal((await owner.api.patch(S, { name: 'Renamed' }, { headers: { 'X-Audit-Log-Reason': 'rebrand' } })).status, 200);
   const renamed = (await s.store.headPosition())!;
   const liveLog = (await owner.api.get(`${S}/audit_logs`)).body.audit_logs as AuditEntry[];
@@ -38,36 +43,38 @@ t.test('state --at: a server as it was before it was deleted', async (t) => {
 
   const before = await state(renamed, srv.id);
   t.equal(before.position, renamed.toString());
-  t.match(before, { accounts: 2, users: 2, servers: 1, channels: 2, roles: 1, members: 2, bans: 0, invites: 1, audit_entries: 4 }, 'counts before the deletion');
+  t.match(before, { accounts: 2, users: 2, servers: 1, channels: 2, roles: 1, members: 2, bans: 0, invites: 1, emojis: 1, messages: 3, audit_entries: 5 }, 'counts before the deletion');
   t.strictSame(before.server, {
     _id: srv.id,
     name: 'Renamed',
     owner: owner.userId,
     default_permissions: 0x11ee701400,
     channels: [
-      { _id: srv.general, name: 'General' },
-      { _id: incidents, name: 'incidents' },
+      { _id: srv.general, name: 'General', messages: 1 },
+      { _id: incidents, name: 'incidents', messages: 2 },
     ],
     categories: [],
     roles: [{ _id: role, name: 'Mods', rank: 0, permissions: { a: 0, d: 0 } }],
     members: 2,
     bans: 0,
     invites: 1,
-    audit_entries: 4,
+    emojis: 1,
+    audit_entries: 5,
     latest_audit: liveLog.map((e) => ({ _id: e._id, action: e.action, actor: e.actor, target: e.target, at: e.at })),
     revision: before.server!.revision,
   }, 'the renamed server, with its audit log as the API showed it');
-  t.same(before.server!.latest_audit.map((e) => e.action), ['ServerEdit', 'ChannelCreate', 'RoleCreate', 'InviteCreate']);
+  t.same(before.server!.latest_audit.map((e) => e.action), ['ServerEdit', 'EmojiCreate', 'ChannelCreate', 'RoleCreate', 'InviteCreate']);
   t.equal(liveLog[0]!.reason, 'rebrand');
   t.ok(code, 'the invite counted above');
 
   const earlier = await state(created, srv.id);
   t.equal(earlier.server?.name, 'Original', 'before the rename: the original name');
-  t.equal(earlier.audit_entries, 3);
+  t.equal(earlier.audit_entries, 3, 'before the emoji and the rename');
+  t.equal(earlier.messages, 0);
 
   const after = await state(end, srv.id);
   t.equal(after.server, null, 'after the deletion: no such server');
-  t.match(after, { accounts: 2, users: 2, servers: 0, channels: 0, roles: 0, members: 0, bans: 0, invites: 0, audit_entries: 0 }, 'counts after the deletion');
+  t.match(after, { accounts: 2, users: 2, servers: 0, channels: 0, roles: 0, members: 0, bans: 0, invites: 0, emojis: 0, messages: 0, audit_entries: 0 }, 'counts after the deletion');
 
   // Through the command line, by time: just before the deletion was decided.
   const events: RecordedEvent[] = [];

@@ -1,8 +1,9 @@
 /**
  * What `events state` prints about a read-model generation (usually one rebuilt as it was at a past
- * position): counts of accounts, users, servers, channels, roles, members, bans, invites and audit entries,
- * and, for one server, a summary an operator investigating an incident can read: its name, owner, channels,
- * categories, roles with their permissions, member/ban/invite counts and its latest audit entries.
+ * position): counts of accounts, users, servers, channels, roles, members, bans, invites, emoji, messages and
+ * audit entries, and, for one server, a summary an operator investigating an incident can read: its name,
+ * owner, channels (with their message counts), categories, roles with their permissions, member, ban, invite
+ * and emoji counts and its latest audit entries.
  * `stateAt` rebuilds the read models up to a position into a separate prefix and reads them; the counts
  * read only the key families of `rm` (src/readmodel/keys.ts), O(keys) with batched reads.
  */
@@ -28,6 +29,9 @@ export interface ReadModelCounts {
   members: number;
   bans: number;
   invites: number;
+  /** Custom emoji. */
+  emojis: number;
+  messages: number;
   audit_entries: number;
 }
 
@@ -65,7 +69,7 @@ export async function countReadModels(redis: Redis, genPrefix: string): Promise<
   for (const key of await scanKeys(redis, genPrefix)) {
     const parts = key.split(':');
     // `server:<id>`, `channel:<id>` …: one object per key; `server:<id>:members` …: a collection of a server.
-    const family = parts.length === 2 ? parts[0]! : parts.length === 3 && (parts[0] === 'server' || parts[0] === 'audit') ? `${parts[0]}:${parts[2]}` : undefined;
+    const family = parts.length === 2 ? parts[0]! : parts.length === 3 && ['server', 'audit', 'channel'].includes(parts[0]!) ? `${parts[0]}:${parts[2]}` : undefined;
     if (family === undefined) continue;
     const list = families.get(family) ?? [];
     list.push(key);
@@ -83,6 +87,8 @@ export async function countReadModels(redis: Redis, genPrefix: string): Promise<
     members: await hlen('server:members'),
     bans: await hlen('server:bans'),
     invites: keys('invite').length,
+    emojis: keys('emoji').length,
+    messages: await hlen('channel:messages'),
     audit_entries: await hlen('audit:entries'),
   };
 }
@@ -94,13 +100,14 @@ export interface ServerSummary {
   owner: string;
   description?: string;
   default_permissions: number;
-  channels: Array<{ _id: string; name: string; voice?: boolean }>;
+  channels: Array<{ _id: string; name: string; voice?: boolean; messages: number }>;
   categories: Array<{ id: string; title: string; channels: string[] }>;
   /** Highest first. */
   roles: Array<{ _id: string; name: string; rank: number; permissions: { a: number; d: number } }>;
   members: number;
   bans: number;
   invites: number;
+  emojis: number;
   audit_entries: number;
   /** The newest audit entries (at most 10), newest first. */
   latest_audit: Array<Pick<AuditEntry, '_id' | 'action' | 'actor' | 'target' | 'at'>>;
@@ -114,10 +121,12 @@ export async function summariseServer(redis: Redis, genPrefix: string, serverId:
   if (raw === null) return null;
   const s = JSON.parse(raw) as ServerState;
   const channelRaws = s.channels.length ? await redis.mget(...s.channels.map((id) => genPrefix + rm.channel(id))) : [];
-  const channels = channelRaws
-    .filter((c): c is string => c !== null)
-    .map((c) => JSON.parse(c) as ChannelState)
-    .map((c) => ({ _id: c._id, name: c.name, ...(c.voice ? { voice: true } : {}) }));
+  const channels = [];
+  for (const raw of channelRaws) {
+    if (raw === null) continue;
+    const c = JSON.parse(raw) as ChannelState;
+    channels.push({ _id: c._id, name: c.name, ...(c.voice ? { voice: true } : {}), messages: await redis.hlen(genPrefix + rm.channelMessages(c._id)) });
+  }
   const latestIds = await redis.zrevrangebylex(genPrefix + rm.auditIndex(serverId), '+', '-', 'LIMIT', 0, 10);
   const latestRaw = latestIds.length ? await redis.hmget(genPrefix + rm.auditEntries(serverId), ...latestIds) : [];
   return {
@@ -134,6 +143,7 @@ export async function summariseServer(redis: Redis, genPrefix: string, serverId:
     members: await redis.hlen(genPrefix + rm.serverMembers(serverId)),
     bans: await redis.hlen(genPrefix + rm.serverBans(serverId)),
     invites: await redis.scard(genPrefix + rm.serverInvites(serverId)),
+    emojis: await redis.hlen(genPrefix + rm.serverEmojis(serverId)),
     audit_entries: await redis.hlen(genPrefix + rm.auditEntries(serverId)),
     latest_audit: latestRaw
       .filter((e): e is string => e !== null)

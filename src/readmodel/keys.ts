@@ -81,6 +81,11 @@ export const rm = {
     `audit:${serverId}${filter.user !== undefined ? `:user:${filter.user}` : ''}${filter.action !== undefined ? `:action:${filter.action}` : ''}`,
   /** Set of the filtered index keys (logical) a server's audit log has, to drop them with it (projection `audit`). */
   auditIndexes: (serverId: string) => `audit:${serverId}:indexes`,
+  /**
+   * Hash message id → author of the messages of a bulk delete seen so far (projection `audit`): written by each
+   * of the bulk's `MessageDeleted` events, read and removed by its last one, all of one atomic append.
+   */
+  auditBulk: (serverId: string, channelId: string, requestId: string) => `audit:${serverId}:bulk:${channelId}:${requestId}`,
 
   /**
    * Sorted set of the channel's message ids, all with score 0, so ZRANGEBYLEX pages through them in ULID

@@ -17,8 +17,16 @@
  *   fields (before only). Values are shown as the API shows them, except that fields the API omits when
  *   false or empty appear explicitly: `nsfw`, `hoist`, `can_publish`, `can_receive` as booleans, member
  *   `roles` and channel `role_permissions` as `[]` / `{}`.
- * - `context` carries the ids that locate the target where its id alone does not (the role of a channel
- *   override).
+ * - `context` carries the ids that locate the target where its id alone does not: the role of a channel
+ *   override; the channel and author of a message; the emoji and user of a removed reaction.
+ *
+ * Messages: a deletion is audited when someone other than the author deleted it (`MessageDelete`, with the
+ * message's content, attachments, embeds, masquerade and system body before); a bulk delete is one
+ * `MessageBulkDelete` entry on the channel listing every deleted message with its author (its events are
+ * appended together and only the last names the bulk, so the projection collects the others' authors on
+ * the way); pins and unpins (`MessagePin`, `MessageUnpin`); a reaction removed from another user, every
+ * reaction with one emoji (`ReactionRemove`) or all reactions (`ReactionsClear`). Removing one's own
+ * reaction or deleting one's own message is not audited.
  *
  * An event whose target was already gone when it was applied (an edit decided concurrently with a deletion)
  * changed nothing and gives no entry, exactly as the read models ignore it.
@@ -27,7 +35,8 @@ import { createHash } from 'node:crypto';
 import { encodeTime } from 'ulid';
 import type { StoredEvent } from '../events.ts';
 import { evolveChannel, type ChannelState } from '../channel/state.ts';
-import type { InviteObject, MemberObject, RoleObject, ServerBanObject } from '../models.ts';
+import type { EmojiObject, InviteObject, MemberObject, RoleObject, ServerBanObject } from '../models.ts';
+import { evolveMessage, type MessageState } from '../message/state.ts';
 import { evolveMember, evolveServer, type ServerState } from '../server/state.ts';
 
 /** Every action an entry can record (the `action` query filter accepts exactly these). */
@@ -50,13 +59,21 @@ export const AUDIT_ACTIONS = [
   'BanDelete',
   'InviteCreate',
   'InviteDelete',
+  'EmojiCreate',
+  'EmojiDelete',
+  'MessageDelete',
+  'MessageBulkDelete',
+  'MessagePin',
+  'MessageUnpin',
+  'ReactionRemove',
+  'ReactionsClear',
 ] as const;
 
 /** One audited action. */
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** What an entry is about. */
-export type AuditTargetType = 'Server' | 'Channel' | 'Role' | 'User' | 'Invite';
+export type AuditTargetType = 'Server' | 'Channel' | 'Role' | 'User' | 'Invite' | 'Emoji' | 'Message';
 
 /** The before and after value of one field; a side is omitted when the field had no value. */
 export interface AuditChange {
@@ -81,7 +98,7 @@ export interface AuditEntry {
   reason?: string;
   /** Field → before/after. */
   changes: Record<string, AuditChange>;
-  /** Further ids locating the target (e.g. `{role}` of a channel role override). */
+  /** Further ids locating the target (`{role}` of a channel role override, `{channel, author}` of a message …). */
   context?: Record<string, string>;
 }
 
@@ -106,6 +123,14 @@ export const AUDITED_EVENT_TYPES = [
   'UserUnbanned',
   'InviteCreated',
   'InviteDeleted',
+  'EmojiCreated',
+  'EmojiDeleted',
+  'MessageDeleted',
+  'MessagePinned',
+  'MessageUnpinned',
+  'MessageUnreacted',
+  'MessageReactionRemoved',
+  'MessageReactionsCleared',
 ] as const satisfies readonly StoredEvent['type'][];
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -137,6 +162,12 @@ export interface AuditFacts {
   ban?: ServerBanObject | null;
   /** The invite before the event (`InviteDeleted`). */
   invite?: InviteObject | null;
+  /** The emoji before the event (`EmojiDeleted`). */
+  emoji?: EmojiObject | null;
+  /** The message before the event (message-stream events). */
+  message?: MessageState | null;
+  /** The messages of a bulk delete with their authors, in the bulk's order (its last `MessageDeleted`). */
+  bulk?: Array<{ _id: string; author: string }>;
 }
 
 /** Which facts an event needs loaded: the server id, and the ids of the other objects it reads. */
@@ -147,6 +178,9 @@ export interface AuditNeeds {
   memberId?: string;
   banId?: string;
   inviteCode?: string;
+  emojiId?: string;
+  /** Message id (message-stream events; the channel is `channelId`). */
+  messageId?: string;
 }
 
 /** The facts an audited event needs, or null when the event type gives no entry. */
@@ -178,9 +212,25 @@ export function auditNeeds(e: StoredEvent): AuditNeeds | null {
     case 'ChannelDefaultPermissionsSet':
     case 'ChannelRolePermissionsSet':
       return { channelId: e.data.channelId };
+    case 'EmojiCreated':
+      return { serverId };
+    case 'EmojiDeleted':
+      return { serverId, emojiId: e.data.emojiId };
+    case 'MessageDeleted':
+    case 'MessagePinned':
+    case 'MessageUnpinned':
+    case 'MessageUnreacted':
+    case 'MessageReactionRemoved':
+    case 'MessageReactionsCleared':
+      return { channelId: e.data.channel, messageId: e.stream.slice('message-'.length) };
     default:
       return null;
   }
+}
+
+/** True for the `MessageDeleted` events of a bulk delete (the last one, with `bulkIds`, gives the entry). */
+export function isBulkDeletion(e: StoredEvent): boolean {
+  return e.type === 'MessageDeleted' && (e.data.inBulk === true || e.data.bulkIds !== undefined);
 }
 
 type Fields = Record<string, unknown>;
@@ -259,6 +309,27 @@ function memberFields(m: MemberObject): Fields {
     can_receive: m.can_receive !== false,
     joined_at: m.joined_at,
   };
+}
+
+const MESSAGE_FIELDS = ['content', 'system', 'attachments', 'embeds', 'masquerade'] as const;
+
+/** Message fields as audited. */
+function messageFields(m: MessageState): Fields {
+  return { content: m.content, system: m.system, attachments: m.attachments, embeds: m.embeds, masquerade: m.masquerade, pinned: m.pinned === true };
+}
+
+const EMOJI_FIELDS = ['name', 'creator_id', 'animated', 'nsfw'] as const;
+
+/** Emoji fields as audited (`animated`, `nsfw` explicit). */
+function emojiFields(e: EmojiObject): Fields {
+  return { name: e.name, creator_id: e.creator_id, animated: e.animated === true, nsfw: e.nsfw === true };
+}
+
+/** The reactions of the given emoji (all of them when `emojis` is undefined), as `{emoji: user ids}`. */
+function reactionsOf(m: MessageState, emojis?: string[]): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [emoji, users] of Object.entries(m.reactions ?? {})) if (!emojis || emojis.includes(emoji)) out[emoji] = users;
+  return out;
 }
 
 /** Role ids from the highest role (rank 0) down; ties by id, so the order is total. */
@@ -367,6 +438,44 @@ export function auditEntryOf(e: StoredEvent, facts: AuditFacts): AuditEntry | nu
     case 'InviteDeleted': {
       const i = facts.invite;
       return entry('InviteDelete', { type: 'Invite', id: e.data.code }, diff(i ? { channel: i.channel, creator: i.creator } : null, null, ['channel', 'creator']));
+    }
+    case 'EmojiCreated':
+      return entry('EmojiCreate', { type: 'Emoji', id: e.data.emoji._id }, diff(null, emojiFields(e.data.emoji), EMOJI_FIELDS));
+    case 'EmojiDeleted': {
+      const before = facts.emoji;
+      return entry('EmojiDelete', { type: 'Emoji', id: e.data.emojiId }, before ? diff(emojiFields(before), null, EMOJI_FIELDS) : {});
+    }
+    case 'MessageDeleted': {
+      const channel = e.data.channel;
+      if (e.data.bulkIds) {
+        return entry('MessageBulkDelete', { type: 'Channel', id: channel }, { messages: { before: facts.bulk ?? [] } });
+      }
+      const m = facts.message;
+      if (e.data.inBulk || !m || m.author === e.metadata.actor) return null;
+      return entry('MessageDelete', { type: 'Message', id: m._id }, diff(messageFields(m), null, MESSAGE_FIELDS), { channel, author: m.author });
+    }
+    case 'MessagePinned':
+    case 'MessageUnpinned': {
+      const m = facts.message;
+      if (!m) return null;
+      const after = evolveMessage(m, e, e.revision)!;
+      const action = e.type === 'MessagePinned' ? 'MessagePin' : 'MessageUnpin';
+      return entry(action, { type: 'Message', id: m._id }, diff(messageFields(m), messageFields(after), ['pinned']), { channel: e.data.channel, author: m.author });
+    }
+    case 'MessageUnreacted':
+    case 'MessageReactionRemoved':
+    case 'MessageReactionsCleared': {
+      const m = facts.message;
+      if (!m) return null;
+      // Removing one's own reaction is not moderation.
+      if (e.type === 'MessageUnreacted' && e.data.userId === e.metadata.actor) return null;
+      const emojis = e.type === 'MessageReactionsCleared' ? undefined : [e.data.emoji];
+      const after = evolveMessage(m, e, e.revision)!;
+      const context: Record<string, string> = { channel: e.data.channel, author: m.author };
+      if (e.type !== 'MessageReactionsCleared') context.emoji = e.data.emoji;
+      if (e.type === 'MessageUnreacted') context.user = e.data.userId;
+      const action = e.type === 'MessageReactionsCleared' ? 'ReactionsClear' : 'ReactionRemove';
+      return entry(action, { type: 'Message', id: m._id }, { reactions: { before: reactionsOf(m, emojis), after: reactionsOf(after, emojis) } }, context);
     }
     default:
       return null;

@@ -49,7 +49,9 @@ export default defineRoute({
         : await deps.readModels.zrangeByLex(index, min, max, limit, true);
     const audit_logs = (await deps.readModels.hmgetJson<AuditEntry>(rm.auditEntries(serverId), ids)).filter((e): e is AuditEntry => e !== null);
 
-    const userIds = [...new Set(audit_logs.flatMap((e) => [e.actor, e.target.type === 'User' ? e.target.id : null]).filter((id): id is string => id !== null))];
+    // The users an entry names: its actor, a user target, a message's author, a reaction's user.
+    const named = (e: AuditEntry) => [e.actor, e.target.type === 'User' ? e.target.id : null, e.context?.author ?? null, e.context?.user ?? null];
+    const userIds = [...new Set(audit_logs.flatMap(named).filter((id): id is string => id !== null))];
     const profiles = await deps.readModels.mgetJson<UserProfile>(userIds.map((id) => rm.user(id)));
     const users = profiles.filter((p): p is UserProfile => p !== null).map((p) => presentUser(p, caller.userId));
     const members = (await deps.readModels.hmgetJson<MemberObject>(rm.serverMembers(serverId), userIds)).filter((m): m is MemberObject => m !== null);
