@@ -16,6 +16,7 @@ import { createLogger } from '../src/log.ts';
 import { DEFAULT_PERMISSION_SERVER, Permission as P } from '../src/permissions/bits.ts';
 import { generationPrefix, rm } from '../src/readmodel/keys.ts';
 import { client, signup, type ReqOptions, type Res, type TestUser } from './helpers/http.ts';
+import { uploadImage } from './helpers/messages.ts';
 import { checkSchema } from './helpers/openapi.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
 import { startTestService, waitServing, type TestService } from './helpers/service.ts';
@@ -412,7 +413,7 @@ t.test('audit log', async (t) => {
     const leftovers = await s.redis.keys(`${s.readModels.key(rm.auditIndex(m.id))}:bulk:*`);
     t.same(leftovers, [], 'no bulk bookkeeping left behind');
 
-    const E = newId();
+    const E = await uploadImage(s, mod, 'emojis'); // an emoji is made from its `emojis` upload
     await audit(t, 'new emoji', (x) => mod.api.put(`/custom/emoji/${E}`, { name: 'party', parent: { type: 'Server', id: m.id }, nsfw: true }, x), 200, {
       action: 'EmojiCreate',
       actor: mod.userId,

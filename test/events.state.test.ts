@@ -6,10 +6,10 @@ import t from 'tap';
 import { Redis } from 'ioredis';
 import { stateAt, type StateAt } from '../src/cli/stateCounts.ts';
 import { createLogger } from '../src/log.ts';
-import { newId } from '../src/ids.ts';
 import type { AuditEntry } from '../src/domain/audit/entries.ts';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 import { runCli } from './helpers/cli.ts';
+import { uploadImage } from './helpers/messages.ts';
 import { signup } from './helpers/http.ts';
 import { createServer, join } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
@@ -33,7 +33,7 @@ t.test('state --at: a server as it was before it was deleted', async (t) => {
   for (const [u, ch, content] of [[owner, incidents, 'what happened?'], [member, incidents, 'no idea'], [member, srv.general, 'hi']] as const) {
     t.equal((await u.api.post(`/channels/${ch}/messages`, { content })).status, 200);
   }
-  t.equal((await owner.api.put(`/custom/emoji/${newId()}`, { name: 'alarm', parent: { type: 'Server', id: srv.id } })).status, 200);
+  t.equal((await owner.api.put(`/custom/emoji/${await uploadImage(s, owner, 'emojis')}`, { name: 'alarm', parent: { type: 'Server', id: srv.id } })).status, 200);
   t.equal((await owner.api.patch(S, { name: 'Renamed' }, { headers: { 'X-Audit-Log-Reason': 'rebrand' } })).status, 200);
   const renamed = (await s.store.headPosition())!;
   const liveLog = (await owner.api.get(`${S}/audit_logs`)).body.audit_logs as AuditEntry[];
