@@ -100,7 +100,7 @@ function closeServer(server: Server | undefined): Promise<void> {
       server.closeIdleConnections();
       sweep = setInterval(() => server.closeIdleConnections(), 250);
       sweep.unref();
-    }, 1000);
+    }, 2000);
     grace.unref();
     // In-flight requests get ten seconds, then whatever is left is cut.
     const cut = setTimeout(() => {
