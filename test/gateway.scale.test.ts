@@ -2,6 +2,7 @@
 // a socket that never reads is dropped while the others get every event, a socket that does not answer
 // pings is dropped, and a socket that never authenticates is closed.
 import t from 'tap';
+import { partitionOf } from '../src/partition.ts';
 import { DEFAULT_PERMISSION_SERVER, Permission as P } from '../src/permissions/bits.ts';
 import { client, signup } from './helpers/http.ts';
 import { createServer, join } from './helpers/servers.ts';
@@ -52,6 +53,23 @@ t.test('two API processes each deliver to their own sockets', async (t) => {
   }
   t.equal(ownerThere.ws.readyState, ownerThere.ws.OPEN, 'other users stay connected');
   ownerThere.close();
+});
+
+t.test('with several projector partitions, the gateway reads every partition\'s stream', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off', PROJECTOR_PARTITIONS: '3' });
+  const owner = await signup(s);
+  const servers = [];
+  for (let i = 0; i < 6; i++) servers.push(await createServer(owner, `p${i}`));
+  const partitions = new Set(servers.map((x) => partitionOf(x.id, 3)));
+  t.ok(partitions.size >= 2, `the servers fall in ${partitions.size} partitions`);
+  const c = await connectReady(s, owner.token);
+  t.equal(c.frames[1]!.servers.length, 6);
+  await Promise.all(servers.map((x) => owner.api.patch(`/servers/${x.id}`, { description: `d-${x.id}` })));
+  for (const x of servers) t.ok(await c.waitFor((e) => e.type === 'ServerUpdate' && e.id === x.id), `partition ${partitionOf(x.id, 3)}: delivered`);
+  // The account stream's partition too.
+  await owner.api.patch('/users/@me', { display_name: 'Partitioned' });
+  t.match(await c.waitFor((e) => e.type === 'UserUpdate'), { id: owner.userId, data: { display_name: 'Partitioned' } });
+  c.close();
 });
 
 t.test('a socket that never reads is dropped; the others get every event', async (t) => {
