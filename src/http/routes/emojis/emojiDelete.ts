@@ -1,5 +1,5 @@
 // DELETE /custom/emoji/:emoji_id — 204 (its creator, or ManageCustomisation).
-import { callerFromServer, loadServer } from '../../../access.ts';
+import { callerFromServer } from '../../../access.ts';
 import { AppError } from '../../../errors.ts';
 import { decideDeleteEmoji } from '../../../domain/server/deleteEmoji.ts';
 import type { EmojiObject } from '../../../domain/models.ts';
@@ -17,7 +17,7 @@ export default defineRoute({
     const emojiId = rc.params.emoji_id!;
     // An emoji never changes server, so its server can be read before the decision.
     const known = await deps.readModels.getJson<EmojiObject>(rm.emoji(emojiId));
-    if (!known || !(await loadServer(deps, known.parent.id))) throw new AppError({ type: 'NotFound' });
+    if (!known) throw new AppError({ type: 'NotFound' });
     await onServer(rc, known.parent.id, async (a) => {
       const emoji = await deps.readModels.getJson<EmojiObject>(rm.emoji(emojiId));
       if (!emoji) throw new AppError({ type: 'NotFound' });

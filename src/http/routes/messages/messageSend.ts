@@ -15,12 +15,13 @@ import { rm } from '../../../readmodel/keys.ts';
 import { loadMessages } from '../../../readmodel/messages.ts';
 import type { AppDeps } from '../../deps.ts';
 import { defineRoute, type RouteContext } from '../../route.ts';
+import { defined } from '../../schemas.ts';
 import { presentUser } from '../users/present.ts';
 import { claimAttachments, fileLocks, referenceAvatar } from './files.ts';
 import { currentMessage } from './present.ts';
 import { embedOf, SendBody } from './schemas.ts';
 
-/** The `Idempotency-Key` header (undefined when absent; empty or over 64 code points → 400). */
+/** The `Idempotency-Key` header (undefined when absent; empty or over 64 characters → 400 FailedValidation). */
 function headerKey(rc: RouteContext<SendBody, undefined>): string | undefined {
   const raw = rc.ctx.headers['idempotency-key'];
   return validateKey(Array.isArray(raw) ? raw[raw.length - 1] : raw);
@@ -98,9 +99,7 @@ export default defineRoute({
       attachments: body.attachments ?? [],
       embeds: (body.embeds ?? []).map(embedOf),
       replies: (body.replies ?? []).map((r) => ({ id: r.id, mention: r.mention, fail_if_not_exists: r.fail_if_not_exists ?? undefined })),
-      masquerade: body.masquerade
-        ? Object.fromEntries(Object.entries(body.masquerade).filter(([, v]) => v !== null && v !== undefined))
-        : undefined,
+      masquerade: body.masquerade ? defined(body.masquerade) : undefined,
       interactions: body.interactions
         ? { reactions: body.interactions.reactions ?? undefined, restrict_reactions: body.interactions.restrict_reactions ?? undefined }
         : undefined,
