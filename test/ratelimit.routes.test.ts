@@ -1,0 +1,123 @@
+/**
+ * Every route the API registers, walked over HTTP: which bucket it falls in (X-RateLimit-Bucket) and what
+ * its counter is keyed by (a second request on the same resource spends from the same counter, one on
+ * another resource does not — or does, for routes keyed by route). A route missing from the table fails
+ * the test, so a new route can never land in a bucket by accident (DESIGN §4 "rate limits").
+ */
+import t from 'tap';
+import { API_ROUTES } from '../src/http/routes/index.ts';
+import { BUCKET_LIMITS } from '../src/ratelimit/limiter.ts';
+import { TAGS } from '../workers/media/policy.ts';
+import { startTestService } from './helpers/service.ts';
+import { request } from './helpers/http.ts';
+import { newId } from '../src/ids.ts';
+
+/** [method, path, bucket, what the counter is keyed by: a path parameter, 'parent' (emoji body), 'caller' or 'route']. */
+const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
+  ['GET', '/', 'catch-all', 'route'],
+  ['POST', '/auth/account/create', 'catch-all', 'route'],
+  ['GET', '/auth/account/', 'catch-all', 'route'],
+  ['PATCH', '/auth/account/change/password', 'catch-all', 'route'],
+  ['POST', '/auth/session/login', 'catch-all', 'route'],
+  ['POST', '/auth/session/logout', 'catch-all', 'route'],
+  ['GET', '/auth/session/all', 'catch-all', 'route'],
+  ['DELETE', '/auth/session/all', 'catch-all', 'route'],
+  ['DELETE', '/auth/session/:session_id', 'catch-all', 'route'],
+  ['PATCH', '/auth/session/:session_id', 'catch-all', 'route'],
+  ['GET', '/onboard/hello', 'catch-all', 'route'],
+  ['POST', '/onboard/complete', 'catch-all', 'route'],
+  ['GET', '/users/@me', 'catch-all', 'route'],
+  ['GET', '/users/:user_id', 'catch-all', 'route'],
+  ['PATCH', '/users/:user_id', 'catch-all', 'route'],
+  ['POST', '/servers/create', 'servers', 'caller'],
+  ['GET', '/servers/:server_id', 'servers', 'server_id'],
+  ['PATCH', '/servers/:server_id', 'servers', 'server_id'],
+  ['DELETE', '/servers/:server_id', 'servers', 'server_id'],
+  ['PUT', '/servers/:server_id/permissions/default', 'servers', 'server_id'],
+  ['PUT', '/servers/:server_id/permissions/:role_id', 'servers', 'server_id'],
+  ['POST', '/servers/:server_id/channels', 'servers', 'server_id'],
+  ['POST', '/servers/:server_id/roles', 'servers', 'server_id'],
+  ['GET', '/servers/:server_id/roles/:role_id', 'servers', 'server_id'],
+  ['PATCH', '/servers/:server_id/roles/:role_id', 'servers', 'server_id'],
+  ['DELETE', '/servers/:server_id/roles/:role_id', 'servers', 'server_id'],
+  ['PATCH', '/servers/:server_id/roles/ranks', 'servers', 'server_id'],
+  ['GET', '/servers/:server_id/members', 'servers', 'server_id'],
+  ['GET', '/servers/:server_id/members/:user_id', 'servers', 'server_id'],
+  ['PATCH', '/servers/:server_id/members/:user_id', 'servers', 'server_id'],
+  ['DELETE', '/servers/:server_id/members/:user_id', 'servers', 'server_id'],
+  ['PUT', '/servers/:server_id/bans/:user_id', 'servers', 'server_id'],
+  ['DELETE', '/servers/:server_id/bans/:user_id', 'servers', 'server_id'],
+  ['GET', '/servers/:server_id/bans', 'servers', 'server_id'],
+  ['GET', '/servers/:server_id/invites', 'servers', 'server_id'],
+  ['GET', '/servers/:server_id/audit_logs', 'servers', 'server_id'],
+  ['GET', '/servers/:server_id/emojis', 'servers', 'server_id'],
+  ['GET', '/channels/:channel_id', 'channels', 'channel_id'],
+  ['PATCH', '/channels/:channel_id', 'channels', 'channel_id'],
+  ['DELETE', '/channels/:channel_id', 'channels', 'channel_id'],
+  ['PUT', '/channels/:channel_id/permissions/default', 'channels', 'channel_id'],
+  ['PUT', '/channels/:channel_id/permissions/:role_id', 'channels', 'channel_id'],
+  ['POST', '/channels/:channel_id/invites', 'channels', 'channel_id'],
+  ['POST', '/channels/:channel_id/join_call', 'channels', 'channel_id'],
+  ['POST', '/channels/:channel_id/messages', 'messaging', 'channel_id'],
+  ['GET', '/channels/:channel_id/messages', 'channels', 'channel_id'],
+  ['GET', '/channels/:channel_id/messages/:message_id', 'channels', 'channel_id'],
+  ['PATCH', '/channels/:channel_id/messages/:message_id', 'channels', 'channel_id'],
+  ['DELETE', '/channels/:channel_id/messages/:message_id', 'channels', 'channel_id'],
+  ['DELETE', '/channels/:channel_id/messages/bulk', 'channels', 'channel_id'],
+  ['POST', '/channels/:channel_id/messages/:message_id/pin', 'channels', 'channel_id'],
+  ['DELETE', '/channels/:channel_id/messages/:message_id/pin', 'channels', 'channel_id'],
+  ['PUT', '/channels/:channel_id/messages/:message_id/reactions/:emoji', 'channels', 'channel_id'],
+  ['DELETE', '/channels/:channel_id/messages/:message_id/reactions/:emoji', 'channels', 'channel_id'],
+  ['DELETE', '/channels/:channel_id/messages/:message_id/reactions', 'channels', 'channel_id'],
+  ['GET', '/invites/:code', 'catch-all', 'route'],
+  ['POST', '/invites/:code', 'catch-all', 'route'],
+  ['DELETE', '/invites/:code', 'catch-all', 'route'],
+  ['PUT', '/custom/emoji/:emoji_id', 'servers', 'parent'],
+  ['GET', '/custom/emoji/:emoji_id', 'catch-all', 'route'],
+  ['DELETE', '/custom/emoji/:emoji_id', 'catch-all', 'route'],
+];
+
+t.test('every registered route falls in its bucket, keyed as the table says', async (t) => {
+  const s = await startTestService(t, {}, { now: () => 5_000_000 }); // a frozen clock: no window ends mid-test
+  const registered = API_ROUTES.map((r) => `${r.method} ${r.path}`).sort();
+  const tabled = TABLE.map(([m, p]) => `${m} ${p}`).sort();
+  t.same(registered.filter((r) => !tabled.includes(r)), [], 'every registered route has a row (add new routes to TABLE)');
+  t.same(tabled.filter((r) => !registered.includes(r)), [], 'every row is a registered route');
+
+  for (const [method, path, bucket, key] of TABLE) {
+    // Unauthenticated: the caller is this client's IP, and counting happens before authentication.
+    const values = () => Object.fromEntries([...path.matchAll(/:(\w+)/g)].map((m) => [m[1]!, m[1] === 'emoji' ? '%F0%9F%91%8D' : newId()]));
+    const fill = (v: Record<string, string>) => path.replace(/:(\w+)/g, (_, n: string) => v[n]!);
+    const a = values();
+    const parentA = newId();
+    const body = (parent: string) => (key === 'parent' ? { name: 'x', parent: { type: 'Server', id: parent } } : {});
+    const send = (v: Record<string, string>, parent = parentA) =>
+      request(s.apiUrl, method, fill(v), { ...(method === 'GET' ? {} : { body: body(parent) }), skipOpenApi: true });
+    const first = await send(a);
+    const second = await send(a);
+    const what = `${method} ${path}`;
+    t.equal(first.headers.get('x-ratelimit-bucket'), bucket, `${what} → ${bucket}`);
+    t.equal(Number(first.headers.get('x-ratelimit-limit')), BUCKET_LIMITS[bucket], `${what} limit`);
+    const r1 = Number(first.headers.get('x-ratelimit-remaining'));
+    t.equal(Number(second.headers.get('x-ratelimit-remaining')), r1 - 1, `${what}: same resource, same counter`);
+    // Another resource: a fresh counter when keyed by it, the same counter when keyed by route or caller.
+    const b = { ...a };
+    if (key !== 'route' && key !== 'caller' && key !== 'parent') b[key] = newId();
+    const other = await send(b, key === 'parent' ? newId() : parentA);
+    const r3 = Number(other.headers.get('x-ratelimit-remaining'));
+    if (key === 'route' || key === 'caller') t.equal(r3, r1 - 2, `${what}: keyed by ${key}, shared across resources`);
+    else t.equal(r3, BUCKET_LIMITS[bucket] - 1, `${what}: keyed by ${key}, another one has its own budget`);
+  }
+});
+
+t.test('media uploads: catch-all, one counter per tag', async (t) => {
+  const s = await startTestService(t, {}, { now: () => 5_000_000 });
+  for (const tag of TAGS) {
+    const up = () => request(s.mediaUrl, 'POST', `/${tag}`, { rawBody: '', contentType: 'multipart/form-data; boundary=x', skipOpenApi: true });
+    const first = await up();
+    const second = await up();
+    t.equal(first.headers.get('x-ratelimit-bucket'), 'catch-all', `${tag} → catch-all`);
+    t.equal(Number(first.headers.get('x-ratelimit-remaining')), BUCKET_LIMITS['catch-all'] - 1, `${tag} has its own counter`);
+    t.equal(Number(second.headers.get('x-ratelimit-remaining')), BUCKET_LIMITS['catch-all'] - 2);
+  }
+});
