@@ -9,6 +9,12 @@ export interface SessionRecord {
   sessionId: string;
   userId: string;
   name: string;
+  /** The account has a user (onboarding done): saves user routes a second lookup. */
+  onboarded?: boolean;
+}
+
+function sessionRecord(userId: string, sessionId: string, name: string, state: AccountState): SessionRecord {
+  return { sessionId, userId, name, ...(state.user ? { onboarded: true } : {}) };
 }
 
 export const accountsProjection: Projection = {
@@ -35,11 +41,11 @@ export const accountsProjection: Projection = {
         tx.setJson(rm.accountByEmail(emailDigest(e.data.email)), userId);
         break;
       case 'SessionCreated':
-        tx.setJson(rm.session(e.data.tokenHash), { sessionId: e.data.sessionId, userId, name: e.data.name } satisfies SessionRecord);
+        tx.setJson(rm.session(e.data.tokenHash), sessionRecord(userId, e.data.sessionId, e.data.name, after));
         break;
       case 'SessionRenamed': {
         const s = after.sessions[e.data.sessionId];
-        if (s) tx.setJson(rm.session(s.tokenHash), { sessionId: e.data.sessionId, userId, name: s.name } satisfies SessionRecord);
+        if (s) tx.setJson(rm.session(s.tokenHash), sessionRecord(userId, e.data.sessionId, s.name, after));
         break;
       }
       case 'SessionRevoked': {
@@ -51,6 +57,9 @@ export const accountsProjection: Projection = {
       }
       case 'UserOnboarded':
       case 'UserEdited':
+        if (e.type === 'UserOnboarded') {
+          for (const [sessionId, sess] of Object.entries(after.sessions)) tx.setJson(rm.session(sess.tokenHash), sessionRecord(userId, sessionId, sess.name, after));
+        }
         if (after.user) {
           tx.setJson(rm.user(userId), after.user);
           tx.emit({ kind: 'userPresence', userId }, { type: 'UserUpdate', id: userId, data: after.user, clear: e.type === 'UserEdited' ? e.data.remove : [] });

@@ -70,6 +70,7 @@ export async function resolveSession(ctx: Koa.Context, deps: Pick<AppDeps, 'read
     return;
   }
   ctx.state.caller = { userId: rec.userId, sessionId: rec.sessionId, tokenHash } satisfies Caller;
+  ctx.state.onboarded = rec.onboarded === true;
 }
 
 /**
@@ -81,7 +82,7 @@ export async function requireCaller(ctx: Koa.Context, deps: Pick<AppDeps, 'readM
   const caller = ctx.state.caller as Caller | undefined;
   if (auth === 'none') return caller;
   if (!caller) throw new AppError({ type: ctx.state.invalidSession ? 'InvalidSession' : 'NotAuthenticated' });
-  if (auth === 'user' && !(await deps.readModels.redis.exists(deps.readModels.key(rm.user(caller.userId))))) {
+  if (auth === 'user' && ctx.state.onboarded !== true) {
     throw new AppError({ type: 'NotAuthenticated' });
   }
   return caller;
