@@ -35,6 +35,12 @@ function start(env: Record<string, string>): Promise<Running> {
   });
 }
 
+/** Resolves once the child has exited (at once when it already has: its 'exit' event is not replayed). */
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((r) => child.once('exit', () => r()));
+}
+
 async function serving(apiUrl: string, token: string): Promise<void> {
   const until = Date.now() + 60_000;
   for (;;) {
@@ -115,8 +121,8 @@ t.test('SIGKILL during message sends', async (t) => {
   await new Promise((r) => setTimeout(r, 800 + Math.random() * 1500));
   svc.child.kill('SIGKILL');
   stop = true;
-  await Promise.all(sendLoops);
-  await new Promise((r) => svc.child.once('exit', r));
+  // The child may be gone before the send loops notice: wait on its state, not on an event already emitted.
+  await Promise.all([exited(svc.child), ...sendLoops]);
   t.ok(acked.size > 5, `${acked.size} messages acknowledged before the kill`);
 
   svc = await start(env);
@@ -170,5 +176,5 @@ t.test('SIGKILL during message sends', async (t) => {
   t.same([...live.keys()].sort(), [...fresh.keys()].sort(), 'same keys as a rebuild');
   t.same([...live].filter(([k, v]) => fresh.get(k) !== v).map(([k]) => k), [], 'same values as a rebuild');
   svc.child.kill('SIGTERM');
-  await new Promise((r) => svc.child.once('exit', r));
+  await exited(svc.child);
 });

@@ -1,0 +1,781 @@
+/**
+ * Authorization table of every permission-gated operation, generated from the route registry: each route of
+ * `API_ROUTES` that declares `permissions` must have a recipe below (a gated route without one fails the
+ * test, so a new route cannot slip through), and every bit it declares must be the gate of one of the
+ * recipe's variants. Each variant is run by
+ *
+ * | actor    | who                                                              | expected                                  |
+ * |----------|------------------------------------------------------------------|-------------------------------------------|
+ * | owner    | the server owner (GrantAllSafe)                                  | the variant's 2xx                          |
+ * | holder   | a member holding the gate bit through a role                     | the variant's 2xx                          |
+ * | plain    | a member without it                                              | 403 MissingPermission naming the gate     |
+ * | denied   | the holder's roles plus one whose channel override denies the bit | 403 MissingPermission naming the gate (channel routes only) |
+ * | timed    | the holder's roles, timed out                                    | 403 MissingPermission; the 2xx when the request needs only ViewChannel / ReadMessageHistory |
+ * | outsider | a user who is not a member                                       | 404 NotFound                              |
+ * | anon     | no session                                                       | 401 NotAuthenticated                      |
+ *
+ * Every member tested also holds the variant's `needs` (the other bits the request uses), so only the gate
+ * differs between holder and plain. Channel routes run on a channel of their own whose default override
+ * denies the gate (below roles, spec step 2, so the holder's role still grants it) and whose role override
+ * for the `denied` member's extra role denies it (step 4, above roles). A refused request must change
+ * nothing: the event log's head does not move.
+ */
+import t from 'tap';
+import { API_ROUTES } from '../../src/http/routes/index.ts';
+import { newId } from '../../src/ids.ts';
+import { ALLOW_IN_TIMEOUT, Permission as P, type PermissionName } from '../../src/permissions/bits.ts';
+import { client, signup, type Res, type TestUser } from '../helpers/http.ts';
+import { uploadImage } from '../helpers/messages.ts';
+import { createServer, join } from '../helpers/servers.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+
+const LIVEKIT = {
+  VOICE_ENABLED: 'true',
+  LIVEKIT_URL: 'wss://livekit.example',
+  LIVEKIT_API_KEY: 'authz-test-key',
+  LIVEKIT_API_SECRET: 'authz-test-secret-0123456789abcdefghij',
+};
+
+/** What every member gets from the server default: see, read and post. */
+const BASE = P.ViewChannel | P.ReadMessageHistory | P.SendMessage;
+
+type Api = ReturnType<typeof client>;
+type ActorName = 'owner' | 'holder' | 'plain' | 'denied' | 'timed' | 'outsider' | 'anon';
+const ACTORS: readonly ActorName[] = ['anon', 'outsider', 'plain', 'denied', 'timed', 'owner', 'holder'];
+
+/** The caller of one request: its name, its user (none for `anon`) and its client. */
+interface Actor {
+  name: ActorName;
+  user: TestUser | undefined;
+  api: Api;
+}
+
+/** What a recipe can use to build its request. */
+interface Ctx {
+  s: TestService;
+  owner: TestUser;
+  serverId: string;
+  /** `/servers/<id>`. */
+  S: string;
+  /** The variant's channel (channel routes): default override denies the gate, the deny role's override too. */
+  channel: string;
+  /** Another channel set up like `channel` (for requests that use a channel up, e.g. delete it). */
+  freshChannel(): Promise<string>;
+  /** A new role without permissions, ranked below every role of the tested members. */
+  role(): Promise<string>;
+  /** A member without roles, shared by the edits that do not use it up. */
+  target: TestUser;
+  /** A new member without roles (for kicks and bans). */
+  member(): Promise<TestUser>;
+  /** A new message in `channel` by `author` (the owner by default). */
+  message(author?: TestUser): Promise<string>;
+  /** A new upload by the actor (a made-up id for `anon`, who cannot upload). */
+  upload(a: Actor, tag: 'attachments' | 'emojis'): Promise<string>;
+  /** A role id to mention. */
+  mentionRole: string;
+}
+
+/** One way of using a gated route, with the bit that gates it. */
+interface Variant {
+  /** The gate: the bit whose presence alone decides between holder and plain. */
+  bit: PermissionName;
+  what: string;
+  /** Status of a permitted call. */
+  ok: number;
+  /** Other bits the request uses; every tested member holds them. */
+  needs?: PermissionName[];
+  /** The variant's channel is a voice channel. */
+  voice?: boolean;
+  /** Prepares what the request needs for this actor and returns the request. */
+  request(x: Ctx, a: Actor): Promise<() => Promise<Res>>;
+}
+
+const enc = encodeURIComponent;
+const M = (c: string) => `/channels/${c}/messages`;
+const hour = () => new Date(Date.now() + 3_600_000).toISOString();
+/** The members who can post in a variant's channel whose gate is not SendMessage/ViewChannel. */
+const poster = (a: Actor): TestUser | undefined => (a.name === 'owner' || a.name === 'holder' || a.name === 'plain' || a.name === 'denied' ? a.user : undefined);
+
+/**
+ * The recipes, keyed by `METHOD path` as registered. Channel routes (`/channels/:channel_id…`) are resolved
+ * with channel permissions, so their variants also run the `denied` actor.
+ */
+const RECIPES: Record<string, Variant[]> = {
+  // ---- servers ---------------------------------------------------------------------------------------------
+  'PATCH /servers/:server_id': [
+    { bit: 'ManageServer', what: 'rename', ok: 200, request: async (x, a) => () => a.api.patch(x.S, { name: 'renamed' }) },
+    { bit: 'ManageChannel', what: 'categories', ok: 200, request: async (x, a) => () => a.api.patch(x.S, { categories: [] }) },
+  ],
+  'PUT /servers/:server_id/permissions/default': [
+    { bit: 'ManagePermissions', what: 'server default', ok: 200, request: async (x, a) => () => a.api.put(`${x.S}/permissions/default`, { permissions: Number(BASE) }) },
+  ],
+  'PUT /servers/:server_id/permissions/:role_id': [
+    {
+      bit: 'ManagePermissions',
+      what: 'role permissions',
+      ok: 200,
+      request: async (x, a) => {
+        const r = await x.role();
+        return () => a.api.put(`${x.S}/permissions/${r}`, { permissions: { allow: 0, deny: Number(P.React) } });
+      },
+    },
+  ],
+  'POST /servers/:server_id/channels': [
+    { bit: 'ManageChannel', what: 'create channel', ok: 200, request: async (x, a) => () => a.api.post(`${x.S}/channels`, { name: 'made' }) },
+  ],
+  'POST /servers/:server_id/roles': [{ bit: 'ManageRole', what: 'create role', ok: 200, request: async (x, a) => () => a.api.post(`${x.S}/roles`, { name: 'made' }) }],
+  'PATCH /servers/:server_id/roles/:role_id': [
+    {
+      bit: 'ManageRole',
+      what: 'edit role',
+      ok: 200,
+      request: async (x, a) => {
+        const r = await x.role();
+        return () => a.api.patch(`${x.S}/roles/${r}`, { name: 'edited', colour: '#123456' });
+      },
+    },
+  ],
+  'DELETE /servers/:server_id/roles/:role_id': [
+    {
+      bit: 'ManageRole',
+      what: 'delete role',
+      ok: 204,
+      request: async (x, a) => {
+        const r = await x.role();
+        return () => a.api.del(`${x.S}/roles/${r}`);
+      },
+    },
+  ],
+  'PATCH /servers/:server_id/roles/ranks': [
+    {
+      bit: 'ManageRole',
+      what: 'swap the two lowest roles',
+      ok: 200,
+      request: async (x, a) => {
+        const [r1, r2] = [await x.role(), await x.role()];
+        const roles = (await x.owner.api.get(x.S)).body.roles as Record<string, { rank: number }>;
+        const order = Object.keys(roles).sort((p, q) => roles[p]!.rank - roles[q]!.rank);
+        return () => a.api.patch(`${x.S}/roles/ranks`, { ranks: order.filter((id) => id !== r1 && id !== r2).concat([r2, r1]) });
+      },
+    },
+  ],
+  'PATCH /servers/:server_id/members/:user_id': [
+    { bit: 'ChangeNickname', what: 'own nickname', ok: 200, request: async (x, a) => () => a.api.patch(`${x.S}/members/${a.user?.userId ?? x.target.userId}`, { nickname: 'me' }) },
+    { bit: 'ChangeAvatar', what: 'remove own avatar', ok: 200, request: async (x, a) => () => a.api.patch(`${x.S}/members/${a.user?.userId ?? x.target.userId}`, { remove: ['Avatar'] }) },
+    { bit: 'ManageNicknames', what: "another's nickname", ok: 200, request: async (x, a) => () => a.api.patch(`${x.S}/members/${x.target.userId}`, { nickname: `by ${a.name}` }) },
+    { bit: 'RemoveAvatars', what: "remove another's avatar", ok: 200, request: async (x, a) => () => a.api.patch(`${x.S}/members/${x.target.userId}`, { remove: ['Avatar'] }) },
+    {
+      bit: 'AssignRoles',
+      what: 'assign a role',
+      ok: 200,
+      request: async (x, a) => {
+        const r = await x.role();
+        return () => a.api.patch(`${x.S}/members/${x.target.userId}`, { roles: [r] });
+      },
+    },
+    { bit: 'TimeoutMembers', what: 'time out', ok: 200, request: async (x, a) => () => a.api.patch(`${x.S}/members/${x.target.userId}`, { timeout: hour() }) },
+    { bit: 'MuteMembers', what: 'can_publish', ok: 200, request: async (x, a) => () => a.api.patch(`${x.S}/members/${x.target.userId}`, { can_publish: a.name === 'owner' }) },
+    { bit: 'DeafenMembers', what: 'can_receive', ok: 200, request: async (x, a) => () => a.api.patch(`${x.S}/members/${x.target.userId}`, { can_receive: a.name === 'owner' }) },
+  ],
+  'DELETE /servers/:server_id/members/:user_id': [
+    {
+      bit: 'KickMembers',
+      what: 'kick',
+      ok: 204,
+      request: async (x, a) => {
+        const m = await x.member();
+        return () => a.api.del(`${x.S}/members/${m.userId}`);
+      },
+    },
+  ],
+  'PUT /servers/:server_id/bans/:user_id': [
+    {
+      bit: 'BanMembers',
+      what: 'ban',
+      ok: 200,
+      request: async (x, a) => {
+        const m = await x.member();
+        return () => a.api.put(`${x.S}/bans/${m.userId}`, { reason: 'authz' });
+      },
+    },
+  ],
+  'DELETE /servers/:server_id/bans/:user_id': [
+    {
+      bit: 'BanMembers',
+      what: 'unban',
+      ok: 204,
+      request: async (x, a) => {
+        const m = await x.member();
+        const ban = await x.owner.api.put(`${x.S}/bans/${m.userId}`, {});
+        if (ban.status !== 200) throw new Error(`ban: ${ban.text}`);
+        return () => a.api.del(`${x.S}/bans/${m.userId}`);
+      },
+    },
+  ],
+  'GET /servers/:server_id/bans': [{ bit: 'BanMembers', what: 'list bans', ok: 200, request: async (x, a) => () => a.api.get(`${x.S}/bans`) }],
+  'GET /servers/:server_id/invites': [{ bit: 'ManageServer', what: 'list invites', ok: 200, request: async (x, a) => () => a.api.get(`${x.S}/invites`) }],
+  'GET /servers/:server_id/audit_logs': [{ bit: 'ViewAuditLogs', what: 'audit log', ok: 200, request: async (x, a) => () => a.api.get(`${x.S}/audit_logs`) }],
+  'DELETE /invites/:code': [
+    {
+      bit: 'ManageServer',
+      what: "delete another's invite",
+      ok: 204,
+      request: async (x, a) => {
+        const code = (await x.owner.api.post(`/channels/${x.channel}/invites`)).body._id;
+        return () => a.api.del(`/invites/${code}`);
+      },
+    },
+  ],
+  'PUT /custom/emoji/:emoji_id': [
+    {
+      bit: 'ManageCustomisation',
+      what: 'create emoji from own upload',
+      ok: 200,
+      request: async (x, a) => {
+        const id = await x.upload(a, 'emojis');
+        return () => a.api.put(`/custom/emoji/${id}`, { name: `by_${a.name}`, parent: { type: 'Server', id: x.serverId } });
+      },
+    },
+  ],
+  'DELETE /custom/emoji/:emoji_id': [
+    {
+      bit: 'ManageCustomisation',
+      what: "delete another's emoji",
+      ok: 204,
+      request: async (x, a) => {
+        const id = await x.upload({ name: 'owner', user: x.owner, api: x.owner.api }, 'emojis');
+        const made = await x.owner.api.put(`/custom/emoji/${id}`, { name: 'target', parent: { type: 'Server', id: x.serverId } });
+        if (made.status !== 200) throw new Error(`emoji: ${made.text}`);
+        return () => a.api.del(`/custom/emoji/${id}`);
+      },
+    },
+  ],
+
+  // ---- channels --------------------------------------------------------------------------------------------
+  'GET /channels/:channel_id': [{ bit: 'ViewChannel', what: 'fetch', ok: 200, request: async (x, a) => () => a.api.get(`/channels/${x.channel}`) }],
+  'PATCH /channels/:channel_id': [
+    { bit: 'ViewChannel', what: 'edit a hidden channel', ok: 200, needs: ['ManageChannel'], request: async (x, a) => () => a.api.patch(`/channels/${x.channel}`, { name: 'edited' }) },
+    { bit: 'ManageChannel', what: 'edit', ok: 200, request: async (x, a) => () => a.api.patch(`/channels/${x.channel}`, { description: `by ${a.name}` }) },
+  ],
+  'DELETE /channels/:channel_id': [
+    {
+      bit: 'ViewChannel',
+      what: 'delete a hidden channel',
+      ok: 204,
+      needs: ['ManageChannel'],
+      request: async (x, a) => {
+        const c = await x.freshChannel();
+        return () => a.api.del(`/channels/${c}`);
+      },
+    },
+    {
+      bit: 'ManageChannel',
+      what: 'delete',
+      ok: 204,
+      request: async (x, a) => {
+        const c = await x.freshChannel();
+        return () => a.api.del(`/channels/${c}`);
+      },
+    },
+  ],
+  'PUT /channels/:channel_id/permissions/default': [
+    {
+      bit: 'ViewChannel',
+      what: 'default override of a hidden channel',
+      ok: 200,
+      needs: ['ManagePermissions'],
+      request: async (x, a) => {
+        const c = await x.freshChannel();
+        return () => a.api.put(`/channels/${c}/permissions/default`, { permissions: { allow: 0, deny: Number(P.ViewChannel) } });
+      },
+    },
+    {
+      bit: 'ManagePermissions',
+      what: 'default override',
+      ok: 200,
+      request: async (x, a) => {
+        const c = await x.freshChannel();
+        return () => a.api.put(`/channels/${c}/permissions/default`, { permissions: { allow: 0, deny: Number(P.ManagePermissions | P.React) } });
+      },
+    },
+  ],
+  'PUT /channels/:channel_id/permissions/:role_id': [
+    {
+      bit: 'ViewChannel',
+      what: 'role override in a hidden channel',
+      ok: 200,
+      needs: ['ManagePermissions'],
+      request: async (x, a) => {
+        const r = await x.role();
+        return () => a.api.put(`/channels/${x.channel}/permissions/${r}`, { permissions: { allow: 0, deny: Number(P.React) } });
+      },
+    },
+    {
+      bit: 'ManagePermissions',
+      what: 'role override',
+      ok: 200,
+      request: async (x, a) => {
+        const r = await x.role();
+        return () => a.api.put(`/channels/${x.channel}/permissions/${r}`, { permissions: { allow: 0, deny: Number(P.React) } });
+      },
+    },
+  ],
+  'POST /channels/:channel_id/invites': [
+    { bit: 'ViewChannel', what: 'invite to a hidden channel', ok: 200, needs: ['InviteOthers'], request: async (x, a) => () => a.api.post(`/channels/${x.channel}/invites`) },
+    { bit: 'InviteOthers', what: 'create invite', ok: 200, request: async (x, a) => () => a.api.post(`/channels/${x.channel}/invites`) },
+  ],
+  'POST /channels/:channel_id/join_call': [
+    { bit: 'Connect', what: 'join a voice channel', ok: 200, voice: true, request: async (x, a) => () => a.api.post(`/channels/${x.channel}/join_call`, {}) },
+  ],
+
+  // ---- messages --------------------------------------------------------------------------------------------
+  'POST /channels/:channel_id/messages': [
+    { bit: 'ViewChannel', what: 'send to a hidden channel', ok: 200, needs: ['SendMessage'], request: async (x, a) => () => a.api.post(M(x.channel), { content: 'hi' }) },
+    { bit: 'SendMessage', what: 'send', ok: 200, request: async (x, a) => () => a.api.post(M(x.channel), { content: 'hi' }) },
+    { bit: 'Masquerade', what: 'masquerade name', ok: 200, needs: ['SendMessage'], request: async (x, a) => () => a.api.post(M(x.channel), { content: 'x', masquerade: { name: 'mask' } }) },
+    {
+      bit: 'ManageRole',
+      what: 'masquerade colour',
+      ok: 200,
+      needs: ['SendMessage', 'Masquerade'],
+      request: async (x, a) => () => a.api.post(M(x.channel), { content: 'x', masquerade: { name: 'mask', colour: '#abc' } }),
+    },
+    { bit: 'SendEmbeds', what: 'embeds', ok: 200, needs: ['SendMessage'], request: async (x, a) => () => a.api.post(M(x.channel), { embeds: [{ title: 'embed' }] }) },
+    {
+      bit: 'UploadFiles',
+      what: 'attachment',
+      ok: 200,
+      needs: ['SendMessage'],
+      request: async (x, a) => {
+        const file = await x.upload(a, 'attachments');
+        return () => a.api.post(M(x.channel), { content: 'x', attachments: [file] });
+      },
+    },
+    { bit: 'React', what: 'interaction reactions', ok: 200, needs: ['SendMessage'], request: async (x, a) => () => a.api.post(M(x.channel), { content: 'x', interactions: { reactions: ['👍'] } }) },
+    { bit: 'MentionEveryone', what: '@everyone', ok: 200, needs: ['SendMessage'], request: async (x, a) => () => a.api.post(M(x.channel), { content: 'hey @everyone' }) },
+    { bit: 'MentionRoles', what: 'role mention', ok: 200, needs: ['SendMessage'], request: async (x, a) => () => a.api.post(M(x.channel), { content: `hey <%${x.mentionRole}>` }) },
+  ],
+  'GET /channels/:channel_id/messages': [
+    { bit: 'ViewChannel', what: 'history of a hidden channel', ok: 200, needs: ['ReadMessageHistory'], request: async (x, a) => () => a.api.get(M(x.channel)) },
+    { bit: 'ReadMessageHistory', what: 'history', ok: 200, request: async (x, a) => () => a.api.get(M(x.channel)) },
+  ],
+  'GET /channels/:channel_id/messages/:message_id': [
+    {
+      bit: 'ViewChannel',
+      what: 'fetch in a hidden channel',
+      ok: 200,
+      needs: ['ReadMessageHistory'],
+      request: async (x, a) => {
+        const m = await x.message();
+        return () => a.api.get(`${M(x.channel)}/${m}`);
+      },
+    },
+    {
+      bit: 'ReadMessageHistory',
+      what: 'fetch',
+      ok: 200,
+      request: async (x, a) => {
+        const m = await x.message();
+        return () => a.api.get(`${M(x.channel)}/${m}`);
+      },
+    },
+  ],
+  // Editing: ViewChannel and SendMessage are checked before authorship, SendEmbeds and UploadFiles after it
+  // (src/domain/message/editMessage.ts), so a refused caller edits its own message when it can post.
+  'PATCH /channels/:channel_id/messages/:message_id': [
+    {
+      bit: 'ViewChannel',
+      what: 'edit in a hidden channel',
+      ok: 200,
+      needs: ['SendMessage'],
+      request: async (x, a) => {
+        const m = await x.message(a.name === 'owner' || a.name === 'holder' ? a.user : undefined);
+        return () => a.api.patch(`${M(x.channel)}/${m}`, { content: 'edited' });
+      },
+    },
+    {
+      bit: 'SendMessage',
+      what: 'edit',
+      ok: 200,
+      request: async (x, a) => {
+        const m = await x.message(a.name === 'owner' || a.name === 'holder' ? a.user : undefined);
+        return () => a.api.patch(`${M(x.channel)}/${m}`, { content: 'edited' });
+      },
+    },
+    {
+      bit: 'SendEmbeds',
+      what: 'edit embeds',
+      ok: 200,
+      needs: ['SendMessage'],
+      request: async (x, a) => {
+        const m = await x.message(poster(a));
+        return () => a.api.patch(`${M(x.channel)}/${m}`, { embeds: [{ title: 'edited' }] });
+      },
+    },
+    {
+      bit: 'UploadFiles',
+      what: 'edit embed media',
+      ok: 200,
+      needs: ['SendMessage', 'SendEmbeds'],
+      request: async (x, a) => {
+        const m = await x.message(poster(a));
+        const file = await x.upload(a, 'attachments');
+        return () => a.api.patch(`${M(x.channel)}/${m}`, { embeds: [{ title: 'media', media: file }] });
+      },
+    },
+  ],
+  'DELETE /channels/:channel_id/messages/:message_id': [
+    {
+      bit: 'ViewChannel',
+      what: "delete another's in a hidden channel",
+      ok: 204,
+      needs: ['ManageMessages'],
+      request: async (x, a) => {
+        const m = await x.message();
+        return () => a.api.del(`${M(x.channel)}/${m}`);
+      },
+    },
+    {
+      bit: 'ManageMessages',
+      what: "delete another's",
+      ok: 204,
+      request: async (x, a) => {
+        const m = await x.message();
+        return () => a.api.del(`${M(x.channel)}/${m}`);
+      },
+    },
+  ],
+  'DELETE /channels/:channel_id/messages/bulk': [
+    {
+      bit: 'ViewChannel',
+      what: 'bulk delete in a hidden channel',
+      ok: 204,
+      needs: ['ManageMessages'],
+      request: async (x, a) => {
+        const m = await x.message();
+        return () => a.api.del(`${M(x.channel)}/bulk`, { ids: [m] });
+      },
+    },
+    {
+      bit: 'ManageMessages',
+      what: 'bulk delete',
+      ok: 204,
+      request: async (x, a) => {
+        const m = await x.message();
+        return () => a.api.del(`${M(x.channel)}/bulk`, { ids: [m] });
+      },
+    },
+  ],
+  'POST /channels/:channel_id/messages/:message_id/pin': [
+    {
+      bit: 'ViewChannel',
+      what: 'pin in a hidden channel',
+      ok: 204,
+      needs: ['ManageMessages'],
+      request: async (x, a) => {
+        const m = await x.message();
+        return () => a.api.post(`${M(x.channel)}/${m}/pin`);
+      },
+    },
+    {
+      bit: 'ManageMessages',
+      what: 'pin',
+      ok: 204,
+      request: async (x, a) => {
+        const m = await x.message();
+        return () => a.api.post(`${M(x.channel)}/${m}/pin`);
+      },
+    },
+  ],
+  'DELETE /channels/:channel_id/messages/:message_id/pin': [
+    {
+      bit: 'ViewChannel',
+      what: 'unpin in a hidden channel',
+      ok: 204,
+      needs: ['ManageMessages'],
+      request: async (x, a) => {
+        const m = await x.message();
+        await x.owner.api.post(`${M(x.channel)}/${m}/pin`);
+        return () => a.api.del(`${M(x.channel)}/${m}/pin`);
+      },
+    },
+    {
+      bit: 'ManageMessages',
+      what: 'unpin',
+      ok: 204,
+      request: async (x, a) => {
+        const m = await x.message();
+        await x.owner.api.post(`${M(x.channel)}/${m}/pin`);
+        return () => a.api.del(`${M(x.channel)}/${m}/pin`);
+      },
+    },
+  ],
+  'PUT /channels/:channel_id/messages/:message_id/reactions/:emoji': [
+    {
+      bit: 'ViewChannel',
+      what: 'react in a hidden channel',
+      ok: 204,
+      needs: ['React'],
+      request: async (x, a) => {
+        const m = await x.message();
+        return () => a.api.put(`${M(x.channel)}/${m}/reactions/${enc('👍')}`);
+      },
+    },
+    {
+      bit: 'React',
+      what: 'react',
+      ok: 204,
+      request: async (x, a) => {
+        const m = await x.message();
+        return () => a.api.put(`${M(x.channel)}/${m}/reactions/${enc('👍')}`);
+      },
+    },
+  ],
+  // Removing one's own reaction needs React; the refused callers fail on permissions before "not there".
+  'DELETE /channels/:channel_id/messages/:message_id/reactions/:emoji': [
+    {
+      bit: 'ViewChannel',
+      what: 'unreact in a hidden channel',
+      ok: 204,
+      needs: ['React'],
+      request: async (x, a) => {
+        const m = await x.message();
+        if (a.name === 'owner' || a.name === 'holder') await a.api.put(`${M(x.channel)}/${m}/reactions/${enc('👍')}`);
+        return () => a.api.del(`${M(x.channel)}/${m}/reactions/${enc('👍')}`);
+      },
+    },
+    {
+      bit: 'React',
+      what: 'unreact',
+      ok: 204,
+      request: async (x, a) => {
+        const m = await x.message();
+        if (a.name === 'owner' || a.name === 'holder') await a.api.put(`${M(x.channel)}/${m}/reactions/${enc('👍')}`);
+        return () => a.api.del(`${M(x.channel)}/${m}/reactions/${enc('👍')}`);
+      },
+    },
+    {
+      bit: 'ManageMessages',
+      what: "remove another's reaction",
+      ok: 204,
+      needs: ['React'],
+      request: async (x, a) => {
+        const m = await x.message();
+        await x.owner.api.put(`${M(x.channel)}/${m}/reactions/${enc('👍')}`);
+        return () => a.api.del(`${M(x.channel)}/${m}/reactions/${enc('👍')}?user_id=${x.owner.userId}`);
+      },
+    },
+  ],
+  'DELETE /channels/:channel_id/messages/:message_id/reactions': [
+    {
+      bit: 'ViewChannel',
+      what: 'clear reactions in a hidden channel',
+      ok: 204,
+      needs: ['ManageMessages'],
+      request: async (x, a) => {
+        const m = await x.message();
+        await x.owner.api.put(`${M(x.channel)}/${m}/reactions/${enc('👍')}`);
+        return () => a.api.del(`${M(x.channel)}/${m}/reactions`);
+      },
+    },
+    {
+      bit: 'ManageMessages',
+      what: 'clear reactions',
+      ok: 204,
+      request: async (x, a) => {
+        const m = await x.message();
+        await x.owner.api.put(`${M(x.channel)}/${m}/reactions/${enc('👍')}`);
+        return () => a.api.del(`${M(x.channel)}/${m}/reactions`);
+      },
+    },
+  ],
+};
+
+const keyOf = (r: { method: string; path: string }) => `${r.method} ${r.path}`;
+const isChannelRoute = (path: string) => path.startsWith('/channels/:channel_id');
+const gated = API_ROUTES.filter((r) => (r.permissions ?? []).length > 0);
+
+/** What an actor must get from a variant. */
+function expectation(v: Variant, channelRoute: boolean, actor: ActorName): { status: number; type?: string; permission?: string | string[] } | undefined {
+  switch (actor) {
+    case 'anon':
+      return { status: 401, type: 'NotAuthenticated' };
+    case 'outsider':
+      return { status: 404, type: 'NotFound' };
+    case 'plain':
+      return { status: 403, type: 'MissingPermission', permission: v.bit };
+    case 'denied':
+      return channelRoute ? { status: 403, type: 'MissingPermission', permission: v.bit } : undefined;
+    case 'timed': {
+      const used = [v.bit, ...(v.needs ?? [])];
+      if (used.every((b) => (P[b] & ALLOW_IN_TIMEOUT) !== 0n)) return { status: v.ok };
+      // The first bit the route checks that the timeout took away (a route checks SendMessage before SendEmbeds …).
+      return { status: 403, type: 'MissingPermission', permission: used.filter((b) => (P[b] & ALLOW_IN_TIMEOUT) === 0n) };
+    }
+    case 'owner':
+    case 'holder':
+      return { status: v.ok };
+  }
+}
+
+t.test('the recipe table covers every gated route and every declared bit', async (t) => {
+  const registered = new Set(API_ROUTES.map(keyOf));
+  const missing = gated.filter((r) => !RECIPES[keyOf(r)]).map(keyOf);
+  t.same(missing, [], 'every route that declares permissions has a recipe');
+  t.same(Object.keys(RECIPES).filter((k) => !registered.has(k)), [], 'no recipe for a route that does not exist');
+  t.same(
+    Object.keys(RECIPES).filter((k) => !(API_ROUTES.find((r) => keyOf(r) === k)?.permissions ?? []).length),
+    [],
+    'no recipe for a route that declares no permission (declare it on the route)',
+  );
+  for (const r of gated) {
+    const variants = RECIPES[keyOf(r)] ?? [];
+    const gates = new Set(variants.map((v) => v.bit));
+    t.same(
+      (r.permissions ?? []).filter((b) => !gates.has(b as PermissionName)),
+      [],
+      `${keyOf(r)}: every declared bit gates a variant`,
+    );
+    t.same(
+      [...gates].filter((b) => !(r.permissions ?? []).includes(b)),
+      [],
+      `${keyOf(r)}: every gate is declared by the route`,
+    );
+  }
+  t.ok(gated.length >= 36, `${gated.length} gated routes`);
+});
+
+t.test('authorization table', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off', ...LIVEKIT });
+  const users = await Promise.all(Array.from({ length: 7 }, () => signup(s)));
+  const [owner, holder, plain, denied, timed, outsider, target] = users as [TestUser, TestUser, TestUser, TestUser, TestUser, TestUser, TestUser];
+  const srv = await createServer(owner, 'Authz table');
+  const S = `/servers/${srv.id}`;
+  const invite = await join(owner, srv.general, holder, plain, denied, timed, target);
+  const ok = (r: Res, what: string) => {
+    if (r.status >= 300) throw new Error(`${what}: ${r.status} ${r.text}`);
+    return r;
+  };
+  ok(await owner.api.put(`${S}/permissions/default`, { permissions: Number(BASE) }), 'server default');
+  ok(await owner.api.patch(`${S}/members/${timed.userId}`, { timeout: hour() }), 'timeout');
+
+  // The roles the tested members hold are created first, so every target role created later ranks below them.
+  const gates = [...new Set(Object.values(RECIPES).flatMap((vs) => vs.map((v) => v.bit)))];
+  const needs = [...new Set(Object.values(RECIPES).flatMap((vs) => vs.flatMap((v) => v.needs ?? [])))];
+  const roleOf = new Map<PermissionName, string>();
+  for (const bit of new Set([...gates, ...needs])) {
+    const id = ok(await owner.api.post(`${S}/roles`, { name: bit }), `role ${bit}`).body.id as string;
+    ok(await owner.api.put(`${S}/permissions/${id}`, { permissions: { allow: P[bit].toString(), deny: 0 } }), `role ${bit} permissions`);
+    roleOf.set(bit, id);
+  }
+  const denyRole = ok(await owner.api.post(`${S}/roles`, { name: 'denied by channel override' }), 'deny role').body.id as string;
+  const mentionRole = ok(await owner.api.post(`${S}/roles`, { name: 'mentioned' }), 'mention role').body.id as string;
+
+  const actors: Record<ActorName, Actor> = {
+    owner: { name: 'owner', user: owner, api: owner.api },
+    holder: { name: 'holder', user: holder, api: holder.api },
+    plain: { name: 'plain', user: plain, api: plain.api },
+    denied: { name: 'denied', user: denied, api: denied.api },
+    timed: { name: 'timed', user: timed, api: timed.api },
+    outsider: { name: 'outsider', user: outsider, api: outsider.api },
+    anon: { name: 'anon', user: undefined, api: client(s) },
+  };
+
+  const summary: Array<{ route: string; variants: number; actors: number }> = [];
+  for (const route of gated) {
+    const variants = RECIPES[keyOf(route)] ?? [];
+    const channelRoute = isChannelRoute(route.path);
+    summary.push({ route: keyOf(route), variants: variants.length, actors: channelRoute ? 7 : 6 });
+    for (const v of variants) {
+      t.test(`${keyOf(route)} — ${v.bit}: ${v.what}`, async (t) => {
+        const extra = (v.needs ?? []).map((b) => roleOf.get(b)!);
+        const gate = roleOf.get(v.bit)!;
+        for (const [u, roles] of [
+          [holder, [gate, ...extra]],
+          [timed, [gate, ...extra]],
+          [denied, [gate, ...extra, denyRole]],
+          [plain, extra],
+        ] as const) {
+          ok(await owner.api.patch(`${S}/members/${u.userId}`, { roles }), 'assign roles');
+        }
+        const setUpChannel = async () => {
+          const c = ok(await owner.api.post(`${S}/channels`, { name: v.bit, ...(v.voice ? { type: 'Voice' } : {}) }), 'channel').body._id as string;
+          const deny = { permissions: { allow: 0, deny: P[v.bit].toString() } };
+          ok(await owner.api.put(`/channels/${c}/permissions/default`, deny), 'channel default override');
+          ok(await owner.api.put(`/channels/${c}/permissions/${denyRole}`, deny), 'channel role override');
+          return c;
+        };
+        const x: Ctx = {
+          s,
+          owner,
+          serverId: srv.id,
+          S,
+          channel: channelRoute ? await setUpChannel() : srv.general,
+          freshChannel: setUpChannel,
+          role: async () => ok(await owner.api.post(`${S}/roles`, { name: 'target' }), 'target role').body.id as string,
+          target,
+          member: async () => {
+            const u = await signup(s);
+            ok(await u.api.post(`/invites/${invite}`), 'join');
+            return u;
+          },
+          message: async (author = owner) => ok(await author.api.post(M(x.channel), { content: 'target' }), 'target message').body._id as string,
+          upload: async (a, tag) => (a.user ? uploadImage(s, a.user, tag) : newId()),
+          mentionRole,
+        };
+        for (const name of ACTORS) {
+          const want = expectation(v, channelRoute, name);
+          if (!want) continue;
+          const send = await v.request(x, actors[name]);
+          const headBefore = await s.store.headPosition();
+          const r = await send();
+          const got = { status: r.status, type: r.body?.type, permission: r.body?.permission };
+          if (want.type === undefined) {
+            t.equal(r.status, want.status, `${name}: ${want.status}${r.status === want.status ? '' : ` (got ${r.status} ${r.text})`}`);
+          } else if (Array.isArray(want.permission)) {
+            t.ok(
+              got.status === want.status && got.type === want.type && want.permission.includes(got.permission),
+              `${name}: ${want.status} ${want.type} naming one of ${want.permission.join(', ')} (got ${JSON.stringify(got)})`,
+            );
+          } else {
+            t.same(got, { status: want.status, type: want.type, permission: want.permission }, `${name}: ${want.status} ${want.type} ${want.permission ?? ''}`);
+          }
+          if (r.status >= 400) t.equal(await s.store.headPosition(), headBefore, `${name}: the refusal appended nothing`);
+        }
+      });
+    }
+  }
+
+  t.test('order of checks', async (t) => {
+    const give = async (u: TestUser, ...bits: PermissionName[]) => ok(await owner.api.patch(`${S}/members/${u.userId}`, { roles: bits.map((b) => roleOf.get(b)!) }), 'roles');
+    await give(holder, 'Connect');
+    await give(plain);
+    // join_call: membership (404), then Connect (403), then the channel type (400), as documented on the route.
+    const text = srv.general;
+    t.equal((await outsider.api.post(`/channels/${text}/join_call`, {})).status, 404, 'join_call on a text channel, non-member: 404');
+    const noConnect = await plain.api.post(`/channels/${text}/join_call`, {});
+    t.same([noConnect.status, noConnect.body.type, noConnect.body.permission], [403, 'MissingPermission', 'Connect'], 'without Connect: 403 before the type');
+    const notVoice = await holder.api.post(`/channels/${text}/join_call`, {});
+    t.same([notVoice.status, notVoice.body.type], [400, 'NotAVoiceChannel'], 'with Connect: 400 NotAVoiceChannel');
+    // A channel's default override sits below the roles (step 2): it cannot take away what a role grants.
+    const c = ok(await owner.api.post(`${S}/channels`, { name: 'order' }), 'channel').body._id as string;
+    ok(await owner.api.put(`/channels/${c}/permissions/default`, { permissions: { allow: 0, deny: Number(P.Connect | P.ViewChannel) } }), 'default');
+    await give(holder, 'ViewChannel', 'Connect');
+    t.equal((await holder.api.get(`/channels/${c}`)).status, 200, 'a role grants back what the channel default denies');
+    // Message edit: permissions before authorship, so a timed-out author is refused for SendMessage, not authorship.
+    await give(timed);
+    const byOwner = await owner.api.post(M(srv.general), { content: 'owner' });
+    const e = await timed.api.patch(`${M(srv.general)}/${byOwner.body._id}`, { content: 'x' });
+    t.same([e.status, e.body.type, e.body.permission], [403, 'MissingPermission', 'SendMessage'], 'timed out: SendMessage before CannotEditMessage');
+    const other = await plain.api.patch(`${M(srv.general)}/${byOwner.body._id}`, { content: 'x' });
+    t.same([other.status, other.body.type], [403, 'CannotEditMessage'], 'with SendMessage: only the author edits');
+  });
+
+  t.test('summary', async (t) => {
+    const count = summary.reduce((n, r) => n + r.variants, 0);
+    const cells = summary.reduce((n, r) => n + r.variants * r.actors, 0);
+    for (const r of summary) t.comment(`${r.route.padEnd(70)} ${r.variants} variant(s) × ${r.actors} actors`);
+    t.comment(`${summary.length} gated routes, ${count} variants, ${cells} cells`);
+    t.ok(count >= summary.length);
+  });
+});
