@@ -1,6 +1,7 @@
 /**
  * The API app: `createApiApp(deps, routes)` builds the koa app without listening, so tests run it on an
- * ephemeral port. Pipeline (outermost first): request id and log → rate-limit headers → error renderer
+ * ephemeral port. Pipeline (outermost first): request id and log → lingering close of a request answered
+ * before its body was read (`middleware/linger.ts`) → rate-limit headers → error renderer
  * → CORS → JSON body (any content type: revolt.js sends JSON as text/plain) → serving check → router
  * (session → rate limit → authentication → validation → handler) → 404 for everything unmatched.
  */
@@ -16,6 +17,7 @@ import { rm } from '../readmodel/keys.ts';
 import type { SessionRecord } from '../../projections/accounts.ts';
 import type { AppDeps } from './deps.ts';
 import { errorRenderer } from './middleware/errors.ts';
+import { closeUnreadRequests } from './middleware/linger.ts';
 import { countRequest, RATE_LIMIT_HEADERS, rateLimitHeaders } from './middleware/rateLimit.ts';
 import { NO_CONTENT, type AnyRoute, type Caller } from './route.ts';
 
@@ -197,6 +199,7 @@ export function createApiApp(deps: AppDeps, routes: readonly AnyRoute[]): Koa {
   mountRoutes(router, routes, deps);
 
   app.use(requestLog(deps));
+  app.use(closeUnreadRequests());
   app.use(rateLimitHeaders(deps.limiter));
   app.use(errorRenderer(() => deps.readModels.serving(true)));
   app.use(corsMiddleware());

@@ -1,7 +1,7 @@
 /**
  * The media server (DESIGN §1, §4 "media server"; reference §7): `createMediaApp(deps)` builds the koa app
- * without listening. It shares the API's pipeline pieces (`src/http/app.ts`): request id and log →
- * rate-limit headers on every response → JSON error renderer → CORS exposing those headers → serving check →
+ * without listening. It shares the API's pipeline pieces (`src/http/app.ts`): request id and log → lingering
+ * close of a request answered before its body was read → rate-limit headers on every response → JSON error renderer → CORS exposing those headers → serving check →
  * routes (session → rate limit for uploads → authentication → handler) → 404 for everything else (so
  * DELETE, like any unknown path or method, is 404 NotFound).
  */
@@ -9,6 +9,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { corsMiddleware, notFoundFallback, requestLog, requireCaller, resolveSession, servingCheck } from '../http/app.ts';
 import { errorRenderer } from '../http/middleware/errors.ts';
+import { closeUnreadRequests } from '../http/middleware/linger.ts';
 import { countRequest, rateLimitHeaders } from '../http/middleware/rateLimit.ts';
 import type { MediaDeps } from './deps.ts';
 import { mediaRoutes } from './routes/index.ts';
@@ -28,6 +29,7 @@ export function createMediaApp(deps: MediaDeps): Koa {
     });
   }
   app.use(requestLog(deps));
+  app.use(closeUnreadRequests());
   app.use(rateLimitHeaders(deps.limiter));
   app.use(errorRenderer(() => deps.readModels.serving(true)));
   app.use(corsMiddleware());
