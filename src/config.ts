@@ -77,6 +77,10 @@ const schema = z
     PROJECTION_WAIT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
     /** Milliseconds an upload waits for its processing job before answering 503. */
     UPLOAD_DEADLINE_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+    /** Milliseconds an upload's body may go without a byte before it is answered 408 and dropped. */
+    UPLOAD_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+    /** Milliseconds an upload's whole body may take to arrive before it is answered 408 and dropped. */
+    UPLOAD_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(600_000),
     /** Worker concurrency per upload tag, e.g. `attachments=4,avatars=2`; other tags use the default. */
     MEDIA_CONCURRENCY: z
       .string()
@@ -111,6 +115,9 @@ const schema = z
       if (!(TAGS as readonly string[]).includes(tag) || !(n >= 1 && n <= 64)) {
         ctx.addIssue({ code: 'custom', path: ['MEDIA_CONCURRENCY'], message: `"${tag}=${n}": tags are ${TAGS.join(', ')}, n is 1–64` });
       }
+    }
+    if (c.UPLOAD_IDLE_TIMEOUT_MS > c.UPLOAD_BODY_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['UPLOAD_IDLE_TIMEOUT_MS'], message: `must not exceed UPLOAD_BODY_TIMEOUT_MS=${c.UPLOAD_BODY_TIMEOUT_MS}` });
     }
     if (c.PROJECTOR_PARTITION) {
       for (const p of c.PROJECTOR_PARTITION) {
@@ -153,6 +160,10 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   projectionWaitMs: number;
   uploadDeadlineMs: number;
+  /** An upload body with no byte for this long (ms) is cut off: 408 (slow-loris). */
+  uploadIdleTimeoutMs: number;
+  /** An upload body not received within this long (ms) is cut off: 408. */
+  uploadBodyTimeoutMs: number;
   mediaConcurrency: Record<string, number>;
   mediaConcurrencyDefault: number;
   /** Lock duration and stalled-check interval of media jobs (ms). */
@@ -226,6 +237,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: c.LOG_LEVEL,
     projectionWaitMs: c.PROJECTION_WAIT_MS,
     uploadDeadlineMs: c.UPLOAD_DEADLINE_MS,
+    uploadIdleTimeoutMs: c.UPLOAD_IDLE_TIMEOUT_MS,
+    uploadBodyTimeoutMs: c.UPLOAD_BODY_TIMEOUT_MS,
     mediaConcurrency: c.MEDIA_CONCURRENCY,
     mediaConcurrencyDefault: c.MEDIA_CONCURRENCY_DEFAULT,
     mediaJobLockMs: c.MEDIA_JOB_LOCK_MS,

@@ -184,6 +184,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     uploads = new UploadQueues({ config, log, store, readModels, blobs });
     await uploads.start();
     mediaServer = await listen(createMediaApp({ ...deps, blobs, uploads }), config.mediaPort, config.host);
+    // Node's own limit (300 s, answered in plain text) must not cut an upload before UPLOAD_BODY_TIMEOUT_MS
+    // does (answered in JSON); its check runs every 30 s.
+    mediaServer.requestTimeout = config.uploadBodyTimeoutMs + 30_000;
     const port = (mediaServer.address() as { port: number }).port;
     if (config.mediaPort === 0) {
       mediaUrl = `http://127.0.0.1:${port}`;

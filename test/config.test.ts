@@ -14,6 +14,8 @@ t.test('defaults', async (t) => {
   t.equal(c.eventStoreUrl, undefined, 'embedded SQLite by default');
   t.equal(c.mediaPublicUrl, 'http://127.0.0.1:14704');
   t.equal(c.wsPublicUrl, 'ws://127.0.0.1:14702/ws');
+  t.equal(c.uploadIdleTimeoutMs, 30_000, 'an upload body may pause 30 s');
+  t.equal(c.uploadBodyTimeoutMs, 600_000, 'and take 10 min in all');
 });
 
 t.test('a bad value names the variable in one line', async (t) => {
@@ -33,6 +35,10 @@ t.test('a bad value names the variable in one line', async (t) => {
     [{ VOICE_ENABLED: 'sometimes' }, 'VOICE_ENABLED'],
     [{ PROJECTOR_PARTITIONS: '2', PROJECTOR_PARTITION: '2' }, 'PROJECTOR_PARTITION'],
     [{ SERVER_CHANNEL_LIMIT: '0' }, 'SERVER_CHANNEL_LIMIT'],
+    [{ UPLOAD_IDLE_TIMEOUT_MS: '99' }, 'UPLOAD_IDLE_TIMEOUT_MS'],
+    [{ UPLOAD_IDLE_TIMEOUT_MS: 'soon' }, 'UPLOAD_IDLE_TIMEOUT_MS'],
+    [{ UPLOAD_BODY_TIMEOUT_MS: '3600001' }, 'UPLOAD_BODY_TIMEOUT_MS'],
+    [{ UPLOAD_IDLE_TIMEOUT_MS: '5001', UPLOAD_BODY_TIMEOUT_MS: '5000' }, 'UPLOAD_IDLE_TIMEOUT_MS'],
   ];
   for (const [env, name] of cases) {
     t.throws(() => loadConfig(env), ConfigError);

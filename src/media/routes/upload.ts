@@ -6,10 +6,16 @@
 // is answered 422 at once with `Connection: close`, the socket is closed after the answer (nothing more is
 // read) and the partial file is removed. A `Content-Length` that cannot fit the limit is refused before
 // a byte of the body is read.
+//
+// Slow bodies (slow-loris): a body that goes `UPLOAD_IDLE_TIMEOUT_MS` without a byte, or has not fully
+// arrived after `UPLOAD_BODY_TIMEOUT_MS`, is answered 408 `{"type":"FailedValidation","error":…}` with
+// `Connection: close`; the parser is stopped and the partial file removed before the answer, so nothing of it
+// is stored and nothing is queued. (408 Request Timeout tells the client to retry on a new connection;
+// the type is Revolt's closed list's, which has no timeout type.)
 import fs from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import multer from '@koa/multer';
 import type Koa from 'koa';
 import { AppError } from '../../errors.ts';
@@ -52,6 +58,9 @@ type StorageEngine = NonNullable<multer.Options['storage']>;
  * a stream that never ends once the socket is closed) and then reports the cut-off.
  */
 class IncomingStorage implements StorageEngine {
+  /** Per request: the file being written (settles once it is complete or removed) and its path. */
+  private readonly writes = new WeakMap<IncomingMessage, { settled: Promise<void>; target: string }>();
+
   constructor(
     private readonly dir: string,
     private readonly onLimit: (req: IncomingMessage) => void,
@@ -61,6 +70,8 @@ class IncomingStorage implements StorageEngine {
     const fileId = newId();
     const target = path.join(this.dir, fileId);
     const out = fs.createWriteStream(target, { flags: 'wx' });
+    let settle!: () => void;
+    this.writes.set(req, { settled: new Promise((resolve) => (settle = resolve)), target });
     let settled = false;
     const fail = (err: unknown, cutOff: boolean) => {
       if (settled) return;
@@ -72,6 +83,7 @@ class IncomingStorage implements StorageEngine {
       // The partial file is gone before the request is answered.
       const unlink = () =>
         fs.rm(target, { force: true }, () => {
+          settle();
           if (cutOff) this.onLimit(req);
           cb(err);
         });
@@ -84,9 +96,17 @@ class IncomingStorage implements StorageEngine {
     out.once('finish', () => {
       if (settled) return;
       settled = true;
+      settle();
       cb(null, { filename: fileId, path: target, size: out.bytesWritten } as multer.File);
     });
     source.pipe(out);
+  }
+  /** Removes whatever this request wrote, once its write has stopped (the parser must be stopped first). */
+  async discard(req: IncomingMessage): Promise<void> {
+    const w = this.writes.get(req);
+    if (!w) return;
+    await w.settled;
+    await fs.promises.rm(w.target, { force: true });
   }
   _removeFile(_req: IncomingMessage, file: multer.File, cb: (error: Error) => void): void {
     fs.rm(file.path, { force: true }, (err) => cb(err as Error));
@@ -113,29 +133,64 @@ function formError(ctx: Koa.Context, err: unknown, policy: TagPolicy): unknown {
 
 function uploadRoute(tag: Tag, deps: MediaDeps): MediaRoute {
   const policy = POLICIES[tag];
+  const { uploadIdleTimeoutMs: idleMs, uploadBodyTimeoutMs: bodyMs } = deps.config;
   const cutOffs = new WeakMap<IncomingMessage, () => void>();
+  /** Per request: the parser it is piped into, and a callback for each chunk of its body. */
+  const feeds = new WeakMap<IncomingMessage, { onData: () => void; parser?: Writable }>();
   const storage = new IncomingStorage(deps.blobs.incomingDir, (req) => cutOffs.get(req)?.());
   const parse = multer({
     storage,
     limits: { ...FORM_LIMITS, fileSize: policy.maxBytes },
     // Browsers send UTF-8 filenames without a charset parameter.
     defParamCharset: 'utf8',
+    // multer's own `req.pipe(busboy)`, remembering the parser (to stop it) and watching the body arrive.
+    streamHandler(req: IncomingMessage, parser: Writable) {
+      req.pipe(parser);
+      const feed = feeds.get(req);
+      if (!feed) return;
+      feed.parser = parser;
+      req.on('data', feed.onData);
+    },
   } as multer.Options).single('file');
 
   async function receive(ctx: Koa.Context): Promise<multer.File | undefined> {
     let limitHit!: () => void;
     const limit = new Promise<'limit'>((resolve) => (limitHit = () => resolve('limit')));
     cutOffs.set(ctx.req, limitHit);
+    // Slow-loris: no byte for `idleMs`, or the body still incomplete after `bodyMs`.
+    let idle: NodeJS.Timeout | undefined;
+    let whole: NodeJS.Timeout | undefined;
+    const slow = new Promise<'idle' | 'slow'>((resolve) => {
+      idle = setTimeout(() => resolve('idle'), idleMs);
+      whole = setTimeout(() => resolve('slow'), bodyMs);
+    });
+    const feed: { onData: () => void; parser?: Writable } = { onData: () => idle?.refresh() };
+    feeds.set(ctx.req, feed);
     const parsed = parse(ctx, async () => {}).then(() => 'parsed' as const);
     // After a cut-off multer settles only once the socket is gone; nobody waits for it then.
     parsed.catch(() => {});
-    let r: 'limit' | 'parsed';
+    let r: 'limit' | 'parsed' | 'idle' | 'slow';
     try {
-      r = await Promise.race([parsed, limit]);
+      r = await Promise.race([parsed, limit, slow]);
     } catch (err) {
       throw formError(ctx, err, policy);
+    } finally {
+      clearTimeout(idle);
+      clearTimeout(whole);
+      ctx.req.off('data', feed.onData);
     }
     if (r === 'limit') throw tooLarge(ctx, policy);
+    if (r === 'idle' || r === 'slow') {
+      // Stop parsing; the connection closes once the answer is out (lingering, `middleware/linger.ts`).
+      ctx.set('Connection', 'close');
+      if (feed.parser) {
+        ctx.req.unpipe(feed.parser);
+        feed.parser.destroy(new Error('upload body timed out'));
+      }
+      await storage.discard(ctx.req);
+      const error = r === 'idle' ? `upload body stalled: no data for ${idleMs} ms` : `upload body not received within ${bodyMs} ms`;
+      throw new AppError({ type: 'FailedValidation', error }, 408);
+    }
     return ctx.file as multer.File | undefined;
   }
 
