@@ -4,7 +4,7 @@
  * upload was received, so a slow client does not eat into processing time).
  *
  * - Stored → the request waits until the uploader's projector has applied `FileUploaded`, then answers.
- * - Refused by the pipeline → the 4xx body carried by the job's failure.
+ * - Refused by the pipeline → the 4xx body carried by the job's failure; the failed job is then removed.
  * - Deadline missed → `FileUploadAbandoned` is appended to `file-<id>` with `no_stream`. If that append
  *   conflicts, the worker's `FileUploaded` landed first and the request answers the id after all;
  *   otherwise 503 and the id (which the client never received) can never be used: the worker's later
@@ -99,7 +99,12 @@ export class UploadQueues {
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       const rejection = decodeRejection(reason);
-      if (rejection) throw new AppError(rejection);
+      if (rejection) {
+        // A refused upload leaves nothing behind: the worker removed its blob, nothing was appended, and its
+        // failed job (kept for waiters that subscribe late) goes once its waiter has read the refusal.
+        await queue.remove(job.fileId).catch(() => {});
+        throw new AppError(rejection);
+      }
       this.o.log.error({ fileId: job.fileId, tag: job.tag, reason }, 'media job failed for good');
       // Its attempts are spent: nothing will read the blob again.
       await this.o.blobs.removeIncoming(job.fileId).catch(() => {});
