@@ -23,8 +23,8 @@
  *   comment blocks are gone). Animated GIF/WebP are re-encoded with every frame, their delays and loop count,
  *   and are stripped the same way. Exceptions: APNG (libvips cannot encode it) keeps its bytes minus every
  *   ancillary chunk that is not needed to draw it (eXIf, tEXt, zTXt, iTXt, iCCP, tIME, private chunks…);
- *   BMP (libvips cannot read it; the format has no EXIF/XMP/GPS fields) is stored as uploaded after our own
- *   decoder has checked it; a multi-page TIFF keeps its first page. Video, audio and other files are stored as
+ *   BMP (libvips cannot read it; the format has no EXIF/XMP/GPS fields) is decoded by our own decoder and
+ *   stored re-encoded from its pixels (so no appended or hidden bytes survive); a multi-page TIFF keeps its first page. Video, audio and other files are stored as
  *   uploaded: there is no ffmpeg here to remux away their container metadata. Image formats this sharp build
  *   cannot decode (HEIC, JPEG XL, ICO, PSD, camera raw) are plain `File`s, likewise stored as uploaded.
  * - Image `width`/`height` are the stored image's, after orientation (one frame of an animation).
@@ -250,7 +250,7 @@ async function processBmp(bytes: Buffer, policy: TagPolicy): Promise<ProcessedIm
       sharp(raw.pixels, { raw: { width: info.width, height: info.height, channels: raw.channels }, limitInputPixels: policy.maxPixels }),
       policy,
     ).toBuffer();
-    return { contentType: 'image/bmp', original: bytes, preview, width: info.width, height: info.height, animated: false };
+    return { contentType: 'image/bmp', original: encodeBmp(raw.pixels, info.width, info.height, raw.channels), preview, width: info.width, height: info.height, animated: false };
   } catch (err) {
     throw undecodable(err);
   }
@@ -398,6 +398,48 @@ function decodeBmp(b: Buffer, h: BmpHeader): { pixels: Buffer; channels: 3 | 4 }
     }
   }
   return { pixels: out, channels };
+}
+
+/**
+ * A canonical BMP of decoded top-down pixels: 24-bit `BI_RGB` with a 40-byte header, or 32-bit BGRA with a
+ * V4 header (bit-field masks, alpha) when there is alpha. Nothing of the upload but its pixels survives, so
+ * data appended to a BMP or hidden between its header and its pixels (a polyglot) is not stored.
+ */
+function encodeBmp(pixels: Buffer, width: number, height: number, channels: 3 | 4): Buffer {
+  const bpp = channels * 8;
+  const stride = Math.floor((bpp * width + 31) / 32) * 4;
+  const headerSize = channels === 4 ? 108 : 40;
+  const offset = 14 + headerSize;
+  const out = Buffer.alloc(offset + stride * height);
+  out.write('BM', 0, 'latin1');
+  out.writeUInt32LE(out.length, 2);
+  out.writeUInt32LE(offset, 10);
+  out.writeUInt32LE(headerSize, 14);
+  out.writeInt32LE(width, 18);
+  out.writeInt32LE(height, 22); // positive: rows bottom-up
+  out.writeUInt16LE(1, 26);
+  out.writeUInt16LE(bpp, 28);
+  if (channels === 4) {
+    out.writeUInt32LE(3, 30); // BI_BITFIELDS
+    out.writeUInt32LE(stride * height, 34);
+    out.writeUInt32LE(0x00ff0000, 54);
+    out.writeUInt32LE(0x0000ff00, 58);
+    out.writeUInt32LE(0x000000ff, 62);
+    out.writeUInt32LE(0xff000000, 66);
+    out.writeUInt32LE(0x73524742, 70); // LCS_sRGB
+  }
+  for (let y = 0; y < height; y++) {
+    const row = offset + (height - 1 - y) * stride;
+    for (let x = 0; x < width; x++) {
+      const i = (y * width + x) * channels;
+      const o = row + x * channels;
+      out[o] = pixels[i + 2]!;
+      out[o + 1] = pixels[i + 1]!;
+      out[o + 2] = pixels[i]!;
+      if (channels === 4) out[o + 3] = pixels[i + 3]!;
+    }
+  }
+  return out;
 }
 
 /** Display size of the first video track of an ISO-BMFF file (MP4, MOV, M4V, 3GP), if it has one. */
