@@ -1,15 +1,24 @@
-// `npm test`: type-checks, then runs the tap suite against the Redis at REDIS_URL (a private
-// redis-server when none answers). `--reliability` runs the reliability suite instead.
-// Extra arguments go to tap (e.g. `npm test -- test/servers.test.ts`).
+// `npm test`: type-checks, then runs the tap suite against the Redis at REDIS_URL (a private redis-server
+// when none answers), in two runs:
+//   1. every test/**/*.test.ts except the reliability suite, files in parallel (.taprc);
+//   2. the reliability suite (test/reliability/*.test.ts), one file at a time with 900 s per file — skipped
+//      when SKIP_RELIABILITY=1.
+// `--reliability` runs only the second; extra arguments go to tap and run only the files named
+// (e.g. `npm test -- test/servers.test.ts`).
+// The reporter ends each run with `N passed, N failed`; this script turns those lines into comments and
+// ends with one `N passed, N failed` line over every run (what CI reads), after the skipped count and the
+// failed files of all runs.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { ensureRedis } from './redis.mjs';
 
 const args = process.argv.slice(2);
-const reliability = args.includes('--reliability');
+const reliabilityOnly = args.includes('--reliability');
 const tapArgs = args.filter((a) => a !== '--reliability');
+const skipReliability = /^(1|true|yes|on)$/i.test(process.env.SKIP_RELIABILITY ?? '');
 
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '--noEmit', '-p', 'tsconfig.json'], {
   stdio: 'inherit',
@@ -20,18 +29,63 @@ if (tsc.status !== 0) {
   process.exit(1);
 }
 
-const redis = await ensureRedis(process.env.REDIS_URL || 'redis://127.0.0.1:6379', path.join(os.tmpdir(), `stoat-test-redis-${process.pid}`));
-// The reliability files are excluded from the default run (.taprc) but run when named explicitly.
 const reliabilityFiles = () =>
-  fs.readdirSync('test/reliability').filter((f) => f.endsWith('.test.ts')).map((f) => path.join('test/reliability', f));
-const files = tapArgs.length ? tapArgs : reliability ? reliabilityFiles() : [];
-const extra = reliability ? ['--jobs=1', '--timeout=900'] : [];
-const child = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', ...extra, ...files], {
-  stdio: 'inherit',
-  env: { ...process.env, REDIS_URL: redis.url, TEST_REDIS_URL: redis.url },
-});
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
-child.on('exit', async (code) => {
-  await redis.stop();
-  process.exit(code ?? 1);
-});
+  fs.readdirSync('test/reliability').filter((f) => f.endsWith('.test.ts')).sort().map((f) => path.join('test/reliability', f));
+
+/** The tap runs to make: a label, tap's extra options and the files (none: .taprc's include/exclude). */
+const runs = [];
+if (tapArgs.length) runs.push({ label: 'named files', extra: [], files: tapArgs });
+else {
+  if (!reliabilityOnly) runs.push({ label: 'main suite', extra: [], files: [] });
+  // The reliability files are excluded from the default run (.taprc) and run one at a time: they kill and
+  // restart processes, flush a private Redis and time slow clients.
+  if (reliabilityOnly || !skipReliability) runs.push({ label: 'reliability suite', extra: ['--jobs=1', '--timeout=900'], files: reliabilityFiles() });
+}
+
+const redis = await ensureRedis(process.env.REDIS_URL || 'redis://127.0.0.1:6379', path.join(os.tmpdir(), `stoat-test-redis-${process.pid}`));
+let current;
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => current?.kill(sig));
+
+const total = { pass: 0, fail: 0, skip: 0, failedFiles: [], exitCodes: [] };
+
+/** Runs tap once, passing its output through except the summary lines, which it counts. */
+function runTap(run) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const child = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', ...run.extra, ...run.files], {
+      stdio: ['inherit', 'pipe', 'inherit'],
+      env: { ...process.env, REDIS_URL: redis.url, TEST_REDIS_URL: redis.url },
+    });
+    current = child;
+    let summary;
+    const lines = readline.createInterface({ input: child.stdout, crlfDelay: Infinity });
+    lines.on('line', (line) => {
+      const counts = /^(\d+) passed, (\d+) failed$/.exec(line);
+      const skipped = /^# (\d+) skipped$/.exec(line);
+      const failedFiles = /^# failed files: (.*)$/.exec(line);
+      if (counts) {
+        summary = { pass: Number(counts[1]), fail: Number(counts[2]) };
+        console.log(`# ${run.label}: ${line} (${Math.round((Date.now() - started) / 1000)} s)`);
+      } else if (skipped) total.skip += Number(skipped[1]);
+      else if (failedFiles) total.failedFiles.push(...failedFiles[1].split(' ').filter(Boolean));
+      else console.log(line);
+    });
+    const exited = new Promise((r) => child.on('close', (code) => r(code)));
+    const read = new Promise((r) => lines.once('close', r));
+    Promise.all([exited, read]).then(([code]) => {
+      // No summary line: the run broke before its reporter could count (a failure).
+      const s = summary ?? { pass: 0, fail: 1 };
+      total.pass += s.pass;
+      total.fail += s.fail;
+      total.exitCodes.push(code ?? 1);
+      resolve();
+    });
+  });
+}
+
+for (const run of runs) await runTap(run);
+await redis.stop();
+if (total.failedFiles.length) console.log(`# failed files: ${total.failedFiles.join(' ')}`);
+console.log(`# ${total.skip} skipped`);
+console.log(`${total.pass} passed, ${total.fail} failed`);
+process.exit(total.fail > 0 || total.exitCodes.some((c) => c !== 0) ? 1 : 0);
