@@ -2,15 +2,12 @@
 // masquerade permissions, edit, delete, bulk delete, pins, reactions, client events, read-model cleanup on
 // channel and server deletion, and projection replay.
 import t from 'tap';
-import { PROJECTIONS } from '../projections/index.ts';
-import { rebuild } from '../projections/rebuild.ts';
-import { createLogger } from '../src/log.ts';
 import { Permission as P } from '../src/permissions/bits.ts';
 import { generationPrefix, rm } from '../src/readmodel/keys.ts';
 import { signup, type TestUser } from './helpers/http.ts';
 import { createEmoji } from './helpers/messages.ts';
-import { clientEvents, createServer, dumpGeneration, join, roleWith } from './helpers/servers.ts';
-import { deletePrefix, startTestService, uniquePrefix } from './helpers/service.ts';
+import { clientEvents, createServer, dumpGeneration, dumpRebuild, join, roleWith } from './helpers/servers.ts';
+import { startTestService } from './helpers/service.ts';
 
 /** `n` code points, each an astral character (two UTF-16 units), so a UTF-16 length check would fail. */
 const cp = (n: number) => '😀'.repeat(n);
@@ -312,18 +309,6 @@ t.test('messages', async (t) => {
     const live = await dumpGeneration(s.redis, generationPrefix(s.prefix, s.readModels.generation!));
     t.ok(live[rm.channelMessages(srv.general)], 'messages are in the dump');
     t.ok(Array.isArray(live[rm.channelMessageIds(srv.general)]), 'and the index');
-    const prefix = uniquePrefix();
-    t.teardown(() => deletePrefix(s.config.redisUrl, prefix));
-    const r = await rebuild({
-      store: s.store,
-      redisUrl: s.config.redisUrl,
-      prefix: s.prefix,
-      targetPrefix: prefix,
-      partitions: s.config.projectorPartitions,
-      projections: PROJECTIONS,
-      log: createLogger('silent'),
-      swap: false,
-    });
-    t.same(await dumpGeneration(s.redis, generationPrefix(prefix, r.generation)), live, 'rebuilt = live');
+    t.same(await dumpRebuild(t, s.redis, { store: s.store, redisUrl: s.config.redisUrl, prefix: s.prefix, partitions: s.config.projectorPartitions }), live, 'rebuilt = live');
   });
 });

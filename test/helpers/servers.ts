@@ -1,6 +1,12 @@
 /** Helpers for server tests: create a server, bring users in through an invite, dump read models. */
 import type { Redis } from 'ioredis';
+import { createLogger } from '../../src/log.ts';
+import type { EventStore } from '../../src/eventstore/port.ts';
+import { controlKeys, generationPrefix } from '../../src/readmodel/keys.ts';
+import { rebuild } from '../../projections/rebuild.ts';
+import { PROJECTIONS } from '../../projections/index.ts';
 import type { TestUser } from './http.ts';
+import { deletePrefix, uniquePrefix, type Teardownable } from './service.ts';
 
 /** A created server: its id and the id of its "General" channel. */
 export interface TestServer {
@@ -69,6 +75,26 @@ export async function dumpGeneration(redis: Redis, generationPrefix: string): Pr
     else out[key] = `<${type}>`;
   }
   return out;
+}
+
+/** `dumpGeneration` of the generation `prefix` serves now. */
+export async function dumpCurrent(redis: Redis, prefix: string): Promise<Record<string, unknown>> {
+  return dumpGeneration(redis, generationPrefix(prefix, Number(await redis.get(controlKeys(prefix).generation))));
+}
+
+/**
+ * Replays the whole log of `store` into a fresh prefix (deleted at teardown), without touching `prefix`'s
+ * live generation, and returns its dump: what the read models must equal.
+ */
+export async function dumpRebuild(
+  t: Teardownable,
+  redis: Redis,
+  o: { store: EventStore; redisUrl: string; prefix: string; partitions: number },
+): Promise<Record<string, unknown>> {
+  const target = uniquePrefix();
+  t.teardown(() => deletePrefix(o.redisUrl, target));
+  const r = await rebuild({ ...o, targetPrefix: target, projections: PROJECTIONS, log: createLogger('silent'), swap: false });
+  return dumpGeneration(redis, generationPrefix(target, r.generation));
 }
 
 /** The client events emitted so far (every partition's Redis stream), oldest first. */

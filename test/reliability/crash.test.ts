@@ -7,11 +7,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import t from 'tap';
 import { Redis } from 'ioredis';
-import { createLogger } from '../../src/log.ts';
 import { SqliteEventStore } from '../../src/eventstore/sqlite.ts';
-import { rebuild } from '../../projections/rebuild.ts';
-import { PROJECTIONS } from '../../projections/index.ts';
 import { controlKeys, genKeys, generationPrefix } from '../../src/readmodel/keys.ts';
+import { dumpCurrent, dumpRebuild } from '../helpers/servers.ts';
 import { deletePrefix, tempDir, TEST_REDIS_URL, uniquePrefix } from '../helpers/service.ts';
 import { client, signup, type TestUser } from '../helpers/http.ts';
 import { jpeg, upload } from '../helpers/media.ts';
@@ -49,24 +47,6 @@ async function serving(apiUrl: string, token: string): Promise<void> {
     if (Date.now() > until) throw new Error('not serving');
     await new Promise((res) => setTimeout(res, 100));
   }
-}
-
-async function snapshot(redis: Redis, prefix: string): Promise<Map<string, string>> {
-  const gp = generationPrefix(prefix, Number(await redis.get(controlKeys(prefix).generation)));
-  const out = new Map<string, string>();
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${gp}*`, 'COUNT', 1000);
-    cursor = next;
-    for (const k of keys) {
-      const rest = k.slice(gp.length);
-      if (rest.startsWith('cp:') || rest.startsWith('ready:')) continue;
-      const type = await redis.type(k);
-      const v = type === 'string' ? await redis.get(k) : type === 'hash' ? Object.entries(await redis.hgetall(k)).sort() : type === 'set' ? (await redis.smembers(k)).sort() : await redis.zrange(k, '0', '-1', 'WITHSCORES');
-      out.set(rest, JSON.stringify(v));
-    }
-  } while (cursor !== '0');
-  return out;
 }
 
 t.test('SIGKILL during message sends', async (t) => {
@@ -170,13 +150,7 @@ t.test('SIGKILL during message sends', async (t) => {
     if (Date.now() > end) throw new Error('the projector did not catch up after the restart');
     await new Promise((r) => setTimeout(r, 50));
   }
-  const live = await snapshot(redis, prefix);
-  await rebuild({ store, redisUrl: TEST_REDIS_URL, prefix, targetPrefix: `${prefix}fresh:`, partitions: 1, projections: PROJECTIONS, log: createLogger('silent') });
-  const fresh = await snapshot(redis, `${prefix}fresh:`);
-  t.same([...live.keys()].sort(), [...fresh.keys()].sort(), 'same keys as a rebuild');
-  const differing = [...live.keys()].filter((k) => fresh.get(k) !== live.get(k));
-  const values = (m: Map<string, string>) => Object.fromEntries(differing.map((k) => [k, JSON.parse(m.get(k) ?? 'null')]));
-  t.same(values(live), values(fresh), 'same values as a rebuild');
+  t.same(await dumpCurrent(redis, prefix), await dumpRebuild(t, redis, { store, redisUrl: TEST_REDIS_URL, prefix, partitions: 1 }), 'the same keys and values as a rebuild');
   svc.child.kill('SIGTERM');
   await exited(svc.child);
 });

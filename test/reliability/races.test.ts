@@ -16,14 +16,11 @@
  * zero. RATE_LIMITS=off so the limiter never answers first.
  */
 import t from 'tap';
-import { createLogger } from '../../src/log.ts';
-import { rebuild } from '../../projections/rebuild.ts';
-import { PROJECTIONS } from '../../projections/index.ts';
 import { generationPrefix } from '../../src/readmodel/keys.ts';
 import { client, signup, type Res, type TestUser } from '../helpers/http.ts';
 import { uploadImage } from '../helpers/messages.ts';
-import { createServer, dumpGeneration, join } from '../helpers/servers.ts';
-import { deletePrefix, startTestService, uniquePrefix, type TestService } from '../helpers/service.ts';
+import { createServer, dumpGeneration, dumpRebuild, join } from '../helpers/servers.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
 
 /** Runs `n` calls `size` at a time (set-up traffic, not a race); throws on the first non-2xx. */
 async function inBatches(n: number, size: number, call: (i: number) => Promise<Res>): Promise<Res[]> {
@@ -168,18 +165,6 @@ t.test('races at the limits, across two API processes', async (t) => {
   t.test('after the races the read models equal a rebuild from zero', async (t) => {
     const live = await dumpGeneration(s.redis, generationPrefix(s.prefix, s.readModels.generation!));
     t.ok(Object.keys(live).length > 100, `${Object.keys(live).length} read-model keys`);
-    const prefix = uniquePrefix();
-    t.teardown(() => deletePrefix(s.config.redisUrl, prefix));
-    const r = await rebuild({
-      store: s.store,
-      redisUrl: s.config.redisUrl,
-      prefix: s.prefix,
-      targetPrefix: prefix,
-      partitions: s.config.projectorPartitions,
-      projections: PROJECTIONS,
-      log: createLogger('silent'),
-      swap: false,
-    });
-    t.same(await dumpGeneration(s.redis, generationPrefix(prefix, r.generation)), live, 'rebuilt = live');
+    t.same(await dumpRebuild(t, s.redis, { store: s.store, redisUrl: s.config.redisUrl, prefix: s.prefix, partitions: s.config.projectorPartitions }), live, 'rebuilt = live');
   });
 });

@@ -10,38 +10,11 @@ import { startPrivateRedis } from '../../scripts/redis.mjs';
 import { createLogger } from '../../src/log.ts';
 import { loadConfig } from '../../src/config.ts';
 import { startService } from '../../src/service.ts';
-import { rebuild } from '../../projections/rebuild.ts';
-import { PROJECTIONS } from '../../projections/index.ts';
-import { controlKeys, generationPrefix } from '../../src/readmodel/keys.ts';
+import { dumpCurrent, dumpRebuild } from '../helpers/servers.ts';
 import { tempDir, waitServing } from '../helpers/service.ts';
 import { client, request, signup, type TestUser } from '../helpers/http.ts';
 
 const log = createLogger('silent');
-
-/** Read-model keys and values of the current generation (generation prefix stripped). */
-async function snapshot(redis: Redis, prefix: string): Promise<Map<string, string>> {
-  const gen = await redis.get(controlKeys(prefix).generation);
-  const gp = generationPrefix(prefix, Number(gen));
-  const out = new Map<string, string>();
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${gp}*`, 'COUNT', 1000);
-    cursor = next;
-    for (const k of keys) {
-      const rest = k.slice(gp.length);
-      if (rest.startsWith('cp:') || rest.startsWith('ready:')) continue;
-      const type = await redis.type(k);
-      let v: unknown;
-      if (type === 'string') v = await redis.get(k);
-      else if (type === 'hash') v = Object.entries(await redis.hgetall(k)).sort();
-      else if (type === 'set') v = (await redis.smembers(k)).sort();
-      else if (type === 'zset') v = await redis.zrange(k, '0', '-1', 'WITHSCORES');
-      else v = type;
-      out.set(rest, JSON.stringify(v));
-    }
-  } while (cursor !== '0');
-  return out;
-}
 
 /** Runs writers and readers until stopped; records every status and every acknowledged edit. */
 function load(users: TestUser[]) {
@@ -134,12 +107,8 @@ for (const mode of ['flushall', 'restart-empty'] as const) {
     // The read models equal a rebuild from zero of the same log.
     const redis = new Redis(redisServer.url);
     t.teardown(() => redis.disconnect());
-    const live = await snapshot(redis, 'rl:');
-    await rebuild({ store: s.store, redisUrl: redisServer.url, prefix: 'rl:', targetPrefix: 'fresh:', partitions: 1, projections: PROJECTIONS, log });
-    const fresh = await snapshot(redis, 'fresh:');
-    t.same([...live.keys()].sort(), [...fresh.keys()].sort(), 'same keys as a rebuild from zero');
-    const diff = [...live].filter(([k, v]) => fresh.get(k) !== v).map(([k]) => k);
-    t.same(diff, [], 'same values as a rebuild from zero');
+    const live = await dumpCurrent(redis, 'rl:');
+    t.same(live, await dumpRebuild(t, redis, { store: s.store, redisUrl: redisServer.url, prefix: 'rl:', partitions: 1 }), 'the same keys and values as a rebuild from zero');
     admin.disconnect();
   });
 }
