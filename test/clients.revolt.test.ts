@@ -10,7 +10,8 @@ import sharp from 'sharp';
 import { Client } from 'revolt.js';
 import { Permission as P } from '../src/permissions/bits.ts';
 import { startTestService } from './helpers/service.ts';
-import { assertTraffic, clearClientIntervalsAtTeardown, installWebSocket, rawRequest, traceClients, until } from './helpers/realClients.ts';
+import { assertTraffic, clearClientIntervalsAtTeardown, installWebSocket, rawRequest, traceClients } from './helpers/realClients.ts';
+import { until } from './helpers/wait.ts';
 
 installWebSocket();
 
@@ -67,9 +68,9 @@ t.test('revolt.js against the service', async (t) => {
   t.equal(chat.name, 'chat');
   const role = (await server.createRole('mods')) as { id: string; role: { name: string } };
   t.equal(role.role.name, 'mods');
-  await until(() => server.roles.get(role.id), 'ServerRoleUpdate adds the role');
+  await until('ServerRoleUpdate adds the role', () => server.roles.get(role.id));
   await server.setPermissions(role.id, { allow: Number(P.ManageMessages), deny: 0 });
-  await until(() => Number(server.roles.get(role.id)?.permissions.a) === Number(P.ManageMessages), 'role permissions arrive');
+  await until('role permissions arrive', () => Number(server.roles.get(role.id)?.permissions.a) === Number(P.ManageMessages));
   const edited = (await server.editRole(role.id, { colour: '#00ff00' })) as { colour?: string };
   t.equal(edited.colour, '#00ff00');
   await server.edit({ categories: [{ id: 'cat', title: 'Main', channels: [general.id, chat.id] }] });
@@ -79,16 +80,16 @@ t.test('revolt.js against the service', async (t) => {
   const { client: member } = await readyClient(t, s.apiUrl, `rvmember${process.pid}`);
   const invite = (await chat.createInvite()) as { _id: string };
   await member.api.post(`/invites/${invite._id}` as '/invites/{target}');
-  await until(() => member.servers.get(server.id), 'ServerCreate reaches the joining client');
+  await until('ServerCreate reaches the joining client', () => member.servers.get(server.id));
   await member.servers.get(server.id)!.syncMembers();
   await chat.edit({ name: 'chat-renamed' });
-  await until(() => member.channels.get(chat.id)?.name === 'chat-renamed', 'ChannelUpdate reaches the member');
+  await until('ChannelUpdate reaches the member', () => member.channels.get(chat.id)?.name === 'chat-renamed');
 
   // Hidden and shown again by a channel permission.
   await chat.setPermissions('default', { allow: 0, deny: V });
-  await until(() => !member.channels.get(chat.id), 'ChannelDelete removes the hidden channel');
+  await until('ChannelDelete removes the hidden channel', () => !member.channels.get(chat.id));
   await chat.setPermissions('default', { allow: V, deny: 0 });
-  await until(() => member.channels.get(chat.id)?.name === 'chat-renamed', 'ChannelCreate brings it back');
+  await until('ChannelCreate brings it back', () => member.channels.get(chat.id)?.name === 'chat-renamed');
 
   // Typing.
   const typing = new Promise<string>((resolve) => member.on('channelStartTyping', (channel, user) => resolve(`${channel.id}:${user?.id}`)));
@@ -103,7 +104,7 @@ t.test('revolt.js against the service', async (t) => {
   t.equal(upload.status, 200);
   const { id: fileId } = (await upload.json()) as { id: string };
   await owner.user!.edit({ avatar: fileId });
-  await until(() => member.users.get(owner.user!.id)?.avatar?.id === fileId, 'UserUpdate brings the avatar to the member');
+  await until('UserUpdate brings the avatar to the member', () => member.users.get(owner.user!.id)?.avatar?.id === fileId);
 
   // A masquerade avatar upload (same manual upload).
   const upload2 = new FormData();
@@ -115,22 +116,22 @@ t.test('revolt.js against the service', async (t) => {
   // Messages: send with a masquerade, receive as an event, history, edit.
   const sent = await chat.sendMessage({ content: 'hello from revolt.js', masquerade });
   t.same(sent.masquerade, masquerade);
-  const got = await until(() => member.messages.get(sent.id), 'Message event reaches the member');
+  const got = await until('Message event reaches the member', () => member.messages.get(sent.id));
   t.equal(got.content, 'hello from revolt.js');
   t.equal(got.username, 'Herald');
   const history = (await member.api.get(`/channels/${chat.id}/messages` as '/channels/{target}/messages', { limit: 5 })) as Array<{ _id: string }>;
   t.same(history.map((m) => m._id), [sent.id], 'history');
   const editedMsg = (await sent.edit({ content: 'edited by revolt.js' })) as { content: string };
   t.equal(editedMsg.content, 'edited by revolt.js');
-  await until(() => member.messages.get(sent.id)?.content === 'edited by revolt.js', 'MessageUpdate reaches the member');
+  await until('MessageUpdate reaches the member', () => member.messages.get(sent.id)?.content === 'edited by revolt.js');
 
   // React / unreact (204 each): the events and a fetch confirm them.
   const msgPath = `/channels/${chat.id}/messages/${sent.id}` as '/channels/{target}/messages/{msg}';
   await expect204(got.react('🎉'));
-  await until(() => owner.messages.get(sent.id)?.reactions.get('🎉')?.has(member.user!.id), 'MessageReact reaches the owner');
+  await until('MessageReact reaches the owner', () => owner.messages.get(sent.id)?.reactions.get('🎉')?.has(member.user!.id));
   t.same(((await owner.api.get(msgPath)) as { reactions?: unknown }).reactions, { '🎉': [member.user!.id] }, 'a fetch confirms the reaction');
   await expect204(got.unreact('🎉'));
-  await until(() => !owner.messages.get(sent.id)?.reactions.get('🎉')?.has(member.user!.id), 'MessageUnreact reaches the owner');
+  await until('MessageUnreact reaches the owner', () => !owner.messages.get(sent.id)?.reactions.get('🎉')?.has(member.user!.id));
   t.notOk(((await owner.api.get(msgPath)) as { reactions?: unknown }).reactions, 'a fetch confirms it is gone');
 
   // Pin: revolt.js 7.2 has no helper, its users call the route (204).
@@ -144,9 +145,9 @@ t.test('revolt.js against the service', async (t) => {
   const emojiFile = ((await emojiRes.json()) as { id: string }).id;
   const emoji = await server.createEmoji(emojiFile, { name: 'wave' });
   t.equal(emoji.name, 'wave');
-  await until(() => member.emojis.get(emoji.id), 'EmojiCreate reaches the member');
+  await until('EmojiCreate reaches the member', () => member.emojis.get(emoji.id));
   await expect204(emoji.delete());
-  await until(() => !member.emojis.get(emoji.id), 'EmojiDelete reaches the member');
+  await until('EmojiDelete reaches the member', () => !member.emojis.get(emoji.id));
   const emojis = (await owner.api.get(`/servers/${server.id}/emojis` as '/servers/{target}/emojis')) as unknown[];
   t.same(emojis, [], 'a fetch confirms the deletion');
 
@@ -156,29 +157,29 @@ t.test('revolt.js against the service', async (t) => {
   const attRes = await fetch(`${owner.configuration!.features.autumn.url}/attachments`, { method: 'POST', body: upload4, headers: { 'X-Session-Token': ownerSession.token } });
   const attachmentId = ((await attRes.json()) as { id: string }).id;
   const withFile = await chat.sendMessage({ content: 'file', attachments: [attachmentId] });
-  const receivedFile = await until(() => member.messages.get(withFile.id), 'the message with the attachment reaches the member');
+  const receivedFile = await until('the message with the attachment reaches the member', () => member.messages.get(withFile.id));
   t.equal(receivedFile.attachments?.[0]?.filename, 'r.txt');
 
   // Delete the message (204).
   await expect204(sent.delete());
-  await until(() => !member.messages.get(sent.id), 'MessageDelete reaches the member');
+  await until('MessageDelete reaches the member', () => !member.messages.get(sent.id));
   const gone = (await owner.api.get(msgPath)) as unknown as { type: string };
   t.equal(gone.type, 'NotFound', 'a fetch confirms the deletion');
 
   // Kick (204): rejected by revolt-api, the effect is there.
   await expect204(server.kickUser(member.user!.id));
-  await until(() => !member.servers.get(server.id), 'the kicked client drops the server');
+  await until('the kicked client drops the server', () => !member.servers.get(server.id));
   const members = (await owner.api.get(`/servers/${server.id}/members` as '/servers/{target}/members')) as { members: Array<{ _id: { user: string } }> };
   t.notOk(members.members.some((m) => m._id.user === member.user!.id), 'a follow-up read confirms the kick');
 
   // Delete the server (204): the ServerDelete event removes it from the client, a read confirms it.
   const doomed = await owner.servers.createServer({ name: 'Doomed' });
   await expect204(doomed.delete());
-  await until(() => !owner.servers.get(doomed.id), 'ServerDelete removes it from the owner\'s client');
+  await until('ServerDelete removes it from the owner\'s client', () => !owner.servers.get(doomed.id));
   const goneServer = (await owner.api.get(`/servers/${doomed.id}` as '/servers/{target}')) as unknown as { type: string };
   t.equal(goneServer.type, 'NotFound', 'revolt-api hands the error body back as data');
 
-  await until(() => owner.events.ping() >= 0, 'the client\'s heartbeat gets its Pong');
+  await until('the client\'s heartbeat gets its Pong', () => owner.events.ping() >= 0);
   owner.events.disconnect();
   member.events.disconnect();
   assertTraffic(t, traffic);

@@ -10,7 +10,8 @@ import sharp from 'sharp';
 import { Client } from 'stoat.js';
 import { Permission as P } from '../src/permissions/bits.ts';
 import { startTestService } from './helpers/service.ts';
-import { assertTraffic, clearClientIntervalsAtTeardown, installWebSocket, traceClients, until } from './helpers/realClients.ts';
+import { assertTraffic, clearClientIntervalsAtTeardown, installWebSocket, traceClients } from './helpers/realClients.ts';
+import { until } from './helpers/wait.ts';
 
 installWebSocket();
 
@@ -61,12 +62,12 @@ t.test('stoat.js against the service', async (t) => {
   const chat = await server.createChannel({ type: 'Text', name: 'chat', description: 'talk here' });
   t.equal(chat.name, 'chat');
   t.equal(chat.serverId, server.id);
-  await until(() => server.channelIds.has(chat.id), 'the ServerUpdate with the new channel list reaches the owner');
+  await until('the ServerUpdate with the new channel list reaches the owner', () => server.channelIds.has(chat.id));
   const role = await server.createRole('mods');
   t.equal(role.role.name, 'mods');
-  await until(() => server.roles.get(role.id), 'ServerRoleUpdate adds the role to the owner\'s server');
+  await until('ServerRoleUpdate adds the role to the owner\'s server', () => server.roles.get(role.id));
   await server.setPermissions(role.id, { allow: Number(P.ManageMessages), deny: 0 });
-  await until(() => server.roles.get(role.id)?.permissions.a === P.ManageMessages, 'role permissions arrive as ServerRoleUpdate');
+  await until('role permissions arrive as ServerRoleUpdate', () => server.roles.get(role.id)?.permissions.a === P.ManageMessages);
   const edited = await server.editRole(role.id, { colour: '#ff0000', hoist: true });
   t.equal(edited.colour, '#ff0000');
   await server.edit({ categories: [{ id: 'cat1', title: 'Talk', channels: [chat.id] }] });
@@ -76,26 +77,26 @@ t.test('stoat.js against the service', async (t) => {
   const { client: member } = await readyClient(t, s.apiUrl, `stoatmember${process.pid}`);
   const invite = await chat.createInvite();
   await member.api.post(`/invites/${invite._id}`);
-  const joined = await until(() => member.servers.get(server.id), 'ServerCreate reaches the joining client');
+  const joined = await until('ServerCreate reaches the joining client', () => member.servers.get(server.id));
   t.equal(joined.name, 'Stoat server');
-  await until(() => member.channels.get(chat.id), 'with the channels it can see');
+  await until('with the channels it can see', () => member.channels.get(chat.id));
   // As the apps do when a server is opened: load its members and their users.
   await joined.syncMembers();
   t.equal(member.users.get(owner.user!.id)?.username, owner.user!.username, 'members and users are listed pairwise');
-  await until(() => owner.serverMembers.getByKey({ server: server.id, user: member.user!.id }), 'ServerMemberJoin reaches the owner');
+  await until('ServerMemberJoin reaches the owner', () => owner.serverMembers.getByKey({ server: server.id, user: member.user!.id }));
 
   // The owner edits; the member's cache follows.
   await chat.edit({ name: 'chat-renamed' });
-  await until(() => member.channels.get(chat.id)?.name === 'chat-renamed', 'ChannelUpdate reaches the member');
+  await until('ChannelUpdate reaches the member', () => member.channels.get(chat.id)?.name === 'chat-renamed');
   await server.edit({ description: 'A place' });
-  await until(() => member.servers.get(server.id)?.description === 'A place', 'ServerUpdate reaches the member');
+  await until('ServerUpdate reaches the member', () => member.servers.get(server.id)?.description === 'A place');
 
   // Permissions hide the channel from the member (ChannelDelete) and show it again (ChannelCreate).
   await chat.setPermissions('default', { allow: 0, deny: V });
-  await until(() => !member.channels.get(chat.id), 'the hidden channel is removed from the member\'s cache');
+  await until('the hidden channel is removed from the member\'s cache', () => !member.channels.get(chat.id));
   t.ok(owner.channels.get(chat.id), 'the owner still has it');
   await chat.setPermissions('default', { allow: V, deny: 0 });
-  const back = await until(() => member.channels.get(chat.id), 'and comes back');
+  const back = await until('and comes back', () => member.channels.get(chat.id));
   t.equal(back.name, 'chat-renamed', 'with its current state');
 
   // Typing, relayed to the member.
@@ -108,8 +109,8 @@ t.test('stoat.js against the service', async (t) => {
   const fileId = await owner.uploadFile('avatars', new File([png], 'avatar.png', { type: 'image/png' }));
   t.match(fileId, /^[0-9A-Z]{26}$/, 'the upload answers a ULID');
   await owner.user!.edit({ avatar: fileId });
-  await until(() => owner.user?.avatar?.id === fileId, 'UserUpdate brings the avatar to the owner\'s client');
-  await until(() => member.users.get(owner.user!.id)?.avatar?.id === fileId, 'and to the member sharing the server');
+  await until('UserUpdate brings the avatar to the owner\'s client', () => owner.user?.avatar?.id === fileId);
+  await until('and to the member sharing the server', () => member.users.get(owner.user!.id)?.avatar?.id === fileId);
   const avatarUrl = owner.user!.avatar!.createFileURL();
   t.ok(avatarUrl?.startsWith(s.config.mediaPublicUrl), `file URLs point at the media server (${avatarUrl})`);
   t.equal((await fetch(avatarUrl!)).status, 200, 'the avatar is served');
@@ -122,12 +123,12 @@ t.test('stoat.js against the service', async (t) => {
   const sent = await chat.sendMessage({ content: `hello <@${member.user!.id}>`, masquerade });
   t.match(sent.id, /^[0-9A-Z]{26}$/);
   t.same(sent.masquerade, masquerade);
-  const got = await until(() => member.messages.get(sent.id), 'Message event reaches the member');
+  const got = await until('Message event reaches the member', () => member.messages.get(sent.id));
   t.equal(got.content, `hello <@${member.user!.id}>`);
   t.same(got.masquerade, masquerade, 'with its masquerade');
   t.equal(got.username, 'Herald', 'shown under the masquerade name');
   const reply = await memberChat.sendMessage('hi back');
-  await until(() => owner.messages.get(reply.id)?.content === 'hi back', 'and the other way round');
+  await until('and the other way round', () => owner.messages.get(reply.id)?.content === 'hi back');
 
   // History (newest first), also with users.
   const history = (await owner.api.get(`/channels/${chat.id}/messages`, { limit: 10 })) as Array<{ _id: string }>;
@@ -137,27 +138,27 @@ t.test('stoat.js against the service', async (t) => {
 
   // Edit: the member's copy follows (MessageUpdate).
   await sent.edit({ content: 'hello, edited' });
-  await until(() => member.messages.get(sent.id)?.content === 'hello, edited', 'MessageUpdate reaches the member');
+  await until('MessageUpdate reaches the member', () => member.messages.get(sent.id)?.content === 'hello, edited');
   t.ok(member.messages.get(sent.id)!.editedAt, 'marked edited');
 
   // Reactions with a unicode emoji (percent-encoded in the path), then removed (`?remove_all=false`).
   await got.react('👍');
-  await until(() => owner.messages.get(sent.id)?.reactions.get('👍')?.has(member.user!.id), 'MessageReact reaches the owner');
+  await until('MessageReact reaches the owner', () => owner.messages.get(sent.id)?.reactions.get('👍')?.has(member.user!.id));
   const fetched = (await owner.api.get(`/channels/${chat.id}/messages/${sent.id}`)) as { reactions?: Record<string, string[]> };
   t.same(fetched.reactions, { '👍': [member.user!.id] }, 'a fetch shows the reaction');
   await got.unreact('👍');
-  await until(() => !owner.messages.get(sent.id)?.reactions.get('👍')?.has(member.user!.id), 'MessageUnreact reaches the owner');
+  await until('MessageUnreact reaches the owner', () => !owner.messages.get(sent.id)?.reactions.get('👍')?.has(member.user!.id));
 
   // Pin (ManageMessages, the owner has every right): the member's copy is pinned, and so is a fetch.
   await sent.pin();
-  await until(() => member.messages.get(sent.id)?.pinned === true, 'the pin reaches the member');
+  await until('the pin reaches the member', () => member.messages.get(sent.id)?.pinned === true);
   t.equal(((await member.api.get(`/channels/${chat.id}/messages/${sent.id}`)) as { pinned?: boolean }).pinned, true, 'a fetched message carries pinned: true');
 
   // An attachment uploaded to the media server and sent with a message.
   const text = new File([Buffer.from('plain text attachment\n')], 'notes.txt', { type: 'text/plain' });
   const attachmentId = await owner.uploadFile('attachments', text);
   const withFile = await chat.sendMessage({ content: 'see attached', attachments: [attachmentId] });
-  const received = await until(() => member.messages.get(withFile.id), 'the message with the attachment reaches the member');
+  const received = await until('the message with the attachment reaches the member', () => member.messages.get(withFile.id));
   t.equal(received.attachments?.[0]?.id, attachmentId);
   t.equal(received.attachments?.[0]?.filename, 'notes.txt');
   const download = await fetch(`${s.config.mediaPublicUrl}/attachments/${attachmentId}/notes.txt`);
@@ -170,9 +171,9 @@ t.test('stoat.js against the service', async (t) => {
   const emoji = await server.createEmoji(emojiFile, { name: 'party' });
   t.equal(emoji.id, emojiFile, 'the emoji id is the upload id');
   t.equal(emoji.name, 'party');
-  await until(() => member.emojis.get(emoji.id), 'EmojiCreate reaches the member');
+  await until('EmojiCreate reaches the member', () => member.emojis.get(emoji.id));
   await got.react(emoji.id);
-  await until(() => owner.messages.get(sent.id)?.reactions.get(emoji.id)?.has(member.user!.id), 'a reaction with the custom emoji');
+  await until('a reaction with the custom emoji', () => owner.messages.get(sent.id)?.reactions.get(emoji.id)?.has(member.user!.id));
   const reconnected = new Client({ baseURL: s.apiUrl, autoReconnect: false }, owner.configuration);
   reconnected.useExistingSession(ownerSession);
   await new Promise<void>((resolve) => {
@@ -182,17 +183,17 @@ t.test('stoat.js against the service', async (t) => {
   t.equal(reconnected.emojis.get(emoji.id)?.name, 'party', 'Ready lists the server\'s emoji');
   reconnected.events.disconnect();
   await emoji.delete();
-  await until(() => !member.emojis.get(emoji.id), 'EmojiDelete reaches the member');
+  await until('EmojiDelete reaches the member', () => !member.emojis.get(emoji.id));
 
   // Delete a message: gone from the member's cache, and from history.
   await withFile.delete();
-  await until(() => !member.messages.get(withFile.id), 'MessageDelete reaches the member');
+  await until('MessageDelete reaches the member', () => !member.messages.get(withFile.id));
   const after = (await member.api.get(`/channels/${chat.id}/messages`, {})) as Array<{ _id: string }>;
   t.notOk(after.some((m) => m._id === withFile.id), 'history no longer has it');
 
   // Kick: the member's client drops the server.
   await server.kickUser(member.user!.id);
-  await until(() => !member.servers.get(server.id), 'ServerMemberLeave of itself removes the server from the member');
+  await until('ServerMemberLeave of itself removes the server from the member', () => !member.servers.get(server.id));
 
   // Delete the server (204 → null with stoat-api).
   const other = await owner.servers.createServer({ name: 'Doomed' });
@@ -211,7 +212,7 @@ t.test('stoat.js against the service', async (t) => {
   await disconnected;
   t.pass('logout disconnects the client');
 
-  await until(() => owner.events.ping() >= 0, 'the client\'s heartbeat gets its Pong');
+  await until('the client\'s heartbeat gets its Pong', () => owner.events.ping() >= 0);
   t.equal(owner.events.state(), 2, 'and is still connected');
   owner.events.disconnect();
   assertTraffic(t, traffic);

@@ -7,19 +7,12 @@ import { eventStoreContract } from './eventstore.contract.ts';
 import { startKurrentDouble, type KurrentDouble } from './helpers/kurrentDouble.ts';
 import { KurrentEventStore, openKurrentEventStore } from '../src/eventstore/kurrent.ts';
 import { WrongExpectedRevisionError, type EventMetadata, type NewEvent, type RecordedEvent } from '../src/eventstore/port.ts';
+import { until } from './helpers/wait.ts';
 
 const meta = (): EventMetadata => ({ actor: 'user-1', requestId: 'req-1', at: new Date().toISOString(), scope: 'scope-1' });
 const ev = (type = 'ThingHappened'): NewEvent => ({ id: randomUUID(), type, data: { n: 1 }, metadata: meta() });
 const stream = () => `kurrent-${randomUUID().replace(/-/g, '')}`;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-async function waitFor(what: string, cond: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
-
 /** A double and a store on it, both shut down by the subtest's teardown. */
 async function openOnDouble(t: Test, options: Parameters<typeof startKurrentDouble>[0] = {}): Promise<{ double: KurrentDouble; store: KurrentEventStore }> {
   const double = await startKurrentDouble(options);
@@ -114,11 +107,11 @@ t.test('system events are skipped, filtered on the server', async (t) => {
   let caughtUp = false;
   const sub = store.subscribe({ onEvents: (events) => void got.push(...events), onCaughtUp: () => (caughtUp = true) });
   t.teardown(() => sub.close());
-  await waitFor('caught up', () => caughtUp);
+  await until('caught up', () => caughtUp, 5000, 5);
   await raw.appendToStream('$stats-127.0.0.1:2113', jsonEvent({ type: '$statsCollected', data: { cpu: 2 } }));
   const live = ev();
   await store.append(a, [live], 1);
-  await waitFor('live event', () => got.length >= 3);
+  await until('live event', () => got.length >= 3, 5000, 5);
   t.strictSame(
     got.map((e) => e.type),
     ['ThingHappened', 'ThingHappened', 'ThingHappened'],
@@ -136,9 +129,9 @@ t.test('a subscription whose server goes away reports onError once', async (t) =
   const errors: Error[] = [];
   let caughtUp = false;
   const sub = store.subscribe({ onEvents: () => {}, onCaughtUp: () => (caughtUp = true), onError: (err) => void errors.push(err) });
-  await waitFor('caught up', () => caughtUp);
+  await until('caught up', () => caughtUp, 5000, 5);
   await double.stop();
-  await waitFor('onError', () => errors.length > 0);
+  await until('onError', () => errors.length > 0, 5000, 5);
   await sleep(50);
   t.equal(errors.length, 1, 'onError called once');
   t.ok(errors[0] instanceof Error, 'with an Error');

@@ -9,15 +9,7 @@ import { createServer, join } from './helpers/servers.ts';
 import { spawn } from 'node:child_process';
 import { deletePrefix, startTestService, tempDir, TEST_REDIS_URL, uniquePrefix } from './helpers/service.ts';
 import { connectReady, connectWs } from './helpers/ws.ts';
-
-/** Waits until `cond` holds (checked every 20 ms); fails after `timeoutMs`. */
-async function until(cond: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { until } from './helpers/wait.ts';
 
 t.test('two API processes each deliver to their own sockets', async (t) => {
   const s = await startTestService(t, { RATE_LIMITS: 'off' });
@@ -100,11 +92,11 @@ t.test('a socket that never reads is dropped; the others get every event', async
     }
     toggles++;
   }
-  await until(() => s.gateway!.stats.dropped.slow === 1, 'the slow socket is dropped');
+  await until('the slow socket is dropped', () => s.gateway!.stats.dropped.slow === 1);
   t.ok(toggles >= 5, `dropped after ${toggles} toggles (more than the kernel buffers hold)`);
   // The healthy socket got every event, in order: each hide removed the 101 channels, each show brought them back.
   const updates = () => healthy.events.filter((e) => e.type === 'ServerUpdate' && 'default_permissions' in e.data);
-  await until(() => updates().length === 2 * toggles, 'every ServerUpdate reached the healthy socket', 30_000);
+  await until('every ServerUpdate reached the healthy socket', () => updates().length === 2 * toggles, 30_000);
   t.same(updates().map((e) => e.data.default_permissions), Array.from({ length: 2 * toggles }, (_, i) => (i % 2 ? show : hide)));
   t.equal(healthy.events.filter((e) => e.type === 'ChannelCreate').length, 101 * toggles);
   t.equal(healthy.events.filter((e) => e.type === 'ChannelDelete').length, 101 * toggles);
@@ -154,7 +146,7 @@ t.test('SIGTERM: the process closes its sockets with 1001 and exits 0', async (t
     });
     child.on('exit', () => reject(new Error('exited early: ' + out)));
   });
-  await until(() => out.includes('"msg":"service started"'), 'the service started', 30_000);
+  await until('the service started', () => out.includes('"msg":"service started"'), 30_000);
   let u;
   for (let i = 0; ; i++) {
     try {

@@ -12,16 +12,7 @@ import type { Tag } from '../workers/media/policy.ts';
 import { signup } from './helpers/http.ts';
 import { get, png, upload } from './helpers/media.ts';
 import { startTestService, type TestService } from './helpers/service.ts';
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { until } from './helpers/wait.ts';
 
 function queueOf(s: TestService, tag: Tag): Queue {
   return new Queue(queueName(tag), { connection: bullConnection(s.config.redisUrl), prefix: bullPrefix(s.prefix) });

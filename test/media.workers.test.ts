@@ -11,6 +11,7 @@ import type { Tag } from '../workers/media/policy.ts';
 import { signup } from './helpers/http.ts';
 import { get, jpeg, png, upload } from './helpers/media.ts';
 import { startTestService, type TestService } from './helpers/service.ts';
+import { until } from './helpers/wait.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -53,16 +54,6 @@ function stopProcess(child: ChildProcess, signal: NodeJS.Signals): Promise<void>
     child.once('exit', () => resolve());
     child.kill(signal);
   });
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 function queueOf(s: TestService, tag: Tag): Queue {

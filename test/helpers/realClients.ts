@@ -112,17 +112,6 @@ export function clearClientIntervalsAtTeardown(t: { teardown(fn: () => unknown):
   });
 }
 
-/** Waits until `cond()` is truthy (polled every 20 ms); rejects after `timeoutMs`. */
-export async function until<T>(cond: () => T | undefined | null | false, what: string, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = cond();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** The shared checks on what the clients sent and got (DESIGN §4 "client quirks"). */
 export function assertTraffic(
   t: Pick<typeof tap, 'same' | 'ok'>,
