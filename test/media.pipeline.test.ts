@@ -5,6 +5,7 @@ import { crc32, deflateSync } from 'node:zlib';
 import sharp from 'sharp';
 import { ERROR_STATUS } from '../src/errors.ts';
 import { MediaRejection, processUpload, sniff, type ProcessedFile } from '../workers/media/pipeline.ts';
+import { bmp24 } from './helpers/media.ts';
 import { IMAGE_LIMITS, isTag, POLICIES, TAGS, type TagPolicy } from '../workers/media/policy.ts';
 
 const IMAGE_ONLY = TAGS.filter((tag) => tag !== 'attachments');
@@ -284,27 +285,8 @@ t.test('APNG keeps its frames and loses its metadata chunks', async (t) => {
   t.ok(near(first, [255, 0, 0]), `preview is the first frame (${first})`);
 });
 
-/** A bottom-up 24-bit BMP: top half red, bottom half blue. */
-function bmp24(width: number, height: number): Buffer {
-  const stride = Math.ceil((width * 3) / 4) * 4;
-  const b = Buffer.alloc(54 + stride * height);
-  b.write('BM', 0, 'latin1');
-  b.writeUInt32LE(b.length, 2);
-  b.writeUInt32LE(54, 10);
-  b.writeUInt32LE(40, 14);
-  b.writeInt32LE(width, 18);
-  b.writeInt32LE(height, 22);
-  b.writeUInt16LE(1, 26);
-  b.writeUInt16LE(24, 28);
-  for (let y = 0; y < height; y++) {
-    const row = 54 + (height - 1 - y) * stride;
-    for (let x = 0; x < width; x++) b.set(y < height / 2 ? [0, 0, 255] : [255, 0, 0], row + x * 3);
-  }
-  return b;
-}
-
 t.test('BMP is an image: stored as uploaded, previewed by our own decoder', async (t) => {
-  const input = bmp24(17, 8); // 17 px: rows need padding to 4 bytes
+  const input = bmp24(17, 8, (_x, y) => (y < 4 ? [0, 0, 255] : [255, 0, 0])); // top half red, bottom half blue; 17 px: rows need padding
   t.equal(await sniff(input), 'image/bmp');
   const out = await processUpload(input, 'a.bmp', POLICIES.icons);
   expectImage(t, out, 'image/bmp', 17, 8);

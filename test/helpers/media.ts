@@ -43,6 +43,25 @@ export function png(width: number, height: number, colour = { r: 20, g: 120, b: 
   return sharp({ create: { width, height, channels: 3, background: colour } }).png().toBuffer();
 }
 
+/**
+ * A bottom-up 24-bit BMP (rows padded to 4 bytes); `bgr(x, y)` gives each pixel's blue, green and red, with
+ * y = 0 the top row.
+ */
+export function bmp24(width: number, height: number, bgr: (x: number, y: number) => [number, number, number] = (x, y) => [x * 20, y * 20, (x + y) * 10]): Buffer {
+  const stride = Math.ceil((width * 3) / 4) * 4;
+  const b = Buffer.alloc(54 + stride * height);
+  b.write('BM', 0, 'latin1');
+  b.writeUInt32LE(b.length, 2);
+  b.writeUInt32LE(54, 10);
+  b.writeUInt32LE(40, 14);
+  b.writeInt32LE(width, 18);
+  b.writeInt32LE(height, 22);
+  b.writeUInt16LE(1, 26);
+  b.writeUInt16LE(24, 28);
+  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) b.set(bgr(x, y), 54 + (height - 1 - y) * stride + x * 3);
+  return b;
+}
+
 /** The bytes with filler appended up to exactly `size` (a JPEG still sniffs and decodes: data after EOI is ignored). */
 export function padTo(bytes: Buffer, size: number): Buffer {
   if (bytes.length > size) throw new Error(`${bytes.length} bytes do not fit in ${size}`);

@@ -25,7 +25,7 @@ import { bullConnection, bullPrefix, queueName } from '../../workers/media/jobs.
 import { processUpload } from '../../workers/media/pipeline.ts';
 import { POLICIES, TAGS, type Tag } from '../../workers/media/policy.ts';
 import { signup, type Res, type TestUser } from '../helpers/http.ts';
-import { get, jpeg, png, upload, useFile } from '../helpers/media.ts';
+import { bmp24, get, jpeg, png, upload, useFile } from '../helpers/media.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 
 const HTML = Buffer.from('<!DOCTYPE html><html><body><script>alert(document.cookie)</script></body></html>\n');
@@ -85,22 +85,6 @@ async function framesGif(w: number, h: number, frames: number): Promise<Buffer> 
   const loop = Buffer.from([0x21, 0xff, 0x0b, ...Buffer.from('NETSCAPE2.0'), 0x03, 0x01, 0x00, 0x00, 0x00]);
   const gce = Buffer.from([0x21, 0xf9, 0x04, 0x00, 0x0a, 0x00, 0x00, 0x00]);
   return Buffer.concat([head, loop, ...Array.from({ length: frames }, () => Buffer.concat([gce, image!])), Buffer.from([0x3b])]);
-}
-
-/** A bottom-up 24-bit BMP (a diagonal pattern). */
-function bmp24(width: number, height: number): Buffer {
-  const stride = Math.ceil((width * 3) / 4) * 4;
-  const b = Buffer.alloc(54 + stride * height);
-  b.write('BM', 0, 'latin1');
-  b.writeUInt32LE(b.length, 2);
-  b.writeUInt32LE(54, 10);
-  b.writeUInt32LE(40, 14);
-  b.writeInt32LE(width, 18);
-  b.writeInt32LE(height, 22);
-  b.writeUInt16LE(1, 26);
-  b.writeUInt16LE(24, 28);
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) b.set([x * 20, y * 20, (x + y) * 10], 54 + y * stride + x * 3);
-  return b;
 }
 
 /** A BMP whose payload sits between its header and its pixels (the pixel offset points past it). */
