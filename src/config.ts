@@ -104,6 +104,8 @@ const schema = z
     GATEWAY_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1024).max(1_073_741_824).default(8_388_608),
     /** Milliseconds a socket opened without `?token=` has to send `Authenticate`. */
     GATEWAY_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+    /** Milliseconds an API process's presence registration lives without renewal (renewed every third of it). */
+    GATEWAY_PRESENCE_TTL_MS: z.coerce.number().int().min(300).max(600_000).default(30_000),
   })
   .superRefine((c, ctx) => {
     if (c.VOICE_ENABLED) {
@@ -171,8 +173,8 @@ export interface Config {
   /** Test hook: delay injected before each media job (ms); 0 outside tests. */
   mediaTestDelayMs: number;
   inviteOnly: boolean;
-  /** Events gateway: ping interval (ms), unsent-bytes limit per socket, time to authenticate (ms). */
-  gateway: { heartbeatMs: number; maxBufferedBytes: number; authTimeoutMs: number };
+  /** Events gateway: ping interval (ms), unsent-bytes limit per socket, time to authenticate (ms), presence TTL (ms). */
+  gateway: { heartbeatMs: number; maxBufferedBytes: number; authTimeoutMs: number; presenceTtlMs: number };
 }
 
 /** VOICE_ENABLED with its LiveKit server, or voice off. */
@@ -248,6 +250,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       heartbeatMs: c.GATEWAY_HEARTBEAT_MS,
       maxBufferedBytes: c.GATEWAY_MAX_BUFFERED_BYTES,
       authTimeoutMs: c.GATEWAY_AUTH_TIMEOUT_MS,
+      presenceTtlMs: c.GATEWAY_PRESENCE_TTL_MS,
     },
   };
 }

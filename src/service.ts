@@ -61,7 +61,7 @@ export interface Service {
   mediaUrl: string;
   /** Hooks roles register to run at shutdown (after the servers stop accepting). */
   onStop: Array<() => Promise<void>>;
-  /** Stops accepting, drains in-flight requests, stops the roles, closes Redis and the store. */
+  /** Stops accepting, drains in-flight requests, stops the roles, closes Redis and the store (once). */
   stop(): Promise<void>;
 }
 
@@ -224,6 +224,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     log.info({ url: apiUrl }, 'api listening');
   }
 
+  let stopping: Promise<void> | undefined;
   const service: Service = {
     config,
     log,
@@ -241,18 +242,21 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     apiUrl,
     mediaUrl,
     onStop: [],
-    async stop() {
-      // The gateway closes its sockets (1001) while the servers stop accepting and drain: an open WebSocket
-      // would otherwise keep the API server from closing.
-      await Promise.all([service.gateway?.close(), closeServer(service.apiServer), closeServer(service.mediaServer)]);
-      for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
-      await uploads?.close();
-      await mediaWorkers?.close();
-      await projector?.stop();
-      readModels.close();
-      subscriber.disconnect();
-      await redis.quit().catch(() => redis.disconnect());
-      if (!opts.store) await store.close();
+    stop() {
+      // Once: a second call (a signal during the stop, a test's teardown) waits for the first.
+      return (stopping ??= (async () => {
+        // The gateway closes its sockets (1001) while the servers stop accepting and drain: an open
+        // WebSocket would otherwise keep the API server from closing.
+        await Promise.all([service.gateway?.close(), closeServer(service.apiServer), closeServer(service.mediaServer)]);
+        for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
+        await uploads?.close();
+        await mediaWorkers?.close();
+        await projector?.stop();
+        readModels.close();
+        subscriber.disconnect();
+        await redis.quit().catch(() => redis.disconnect());
+        if (!opts.store) await store.close();
+      })());
     },
   };
   return service;

@@ -98,7 +98,7 @@ t.test('gateway', async (t) => {
       });
       ws.on('close', () => reject(new Error(`closed after ${types.join(',')}`)));
     });
-    t.same(types, ['Authenticated', 'Ready']);
+    t.same(types.slice(0, types.indexOf('Ready') + 1), ['Authenticated', 'Ready']);
     ws.close();
   });
 

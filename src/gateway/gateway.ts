@@ -12,6 +12,7 @@
  * go through Redis pub/sub (they are not history), to the sockets that can see the channel on every
  * API process.
  */
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Redis } from 'ioredis';
@@ -24,6 +25,7 @@ import type { ReadModels } from '../readmodel/reader.ts';
 import { Hub } from './hub.ts';
 import { ClientFrame, CLIENT_FRAME_TYPES, errorFrame, readyFields, type GatewayError, type ReadyField } from './protocol.ts';
 import { buildReady } from './ready.ts';
+import { PresenceTracker } from './presence.ts';
 import { GatewaySocket, type DropReason } from './socket.ts';
 import { ClientEventReader } from './streams.ts';
 
@@ -46,6 +48,8 @@ export interface GatewayOptions {
   maxBufferedBytes: number;
   /** How long a socket without `?token=` may take to send `Authenticate` (ms). */
   authTimeoutMs: number;
+  /** How long a process's presence registration lives without renewal (ms): a dead process's users go offline after it. */
+  presenceTtlMs: number;
 }
 
 /** Counters for tests and diagnostics. */
@@ -84,10 +88,22 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });
   let closing = false;
 
+  const presence = new PresenceTracker({ redis: o.readModels.redis, prefix: o.prefix, processId: randomUUID(), ttlMs: o.presenceTtlMs, now: o.now, log });
+  await presence.start();
+
+  /** A socket is gone: forget it, and count it out of its user's presence. */
+  const forget = (s: GatewaySocket) => {
+    hub.remove(s);
+    if (s.present) {
+      s.present = false;
+      presence.disconnected(s.userId);
+    }
+  };
+
   const onDrop = (s: GatewaySocket, reason: DropReason) => {
     dropped[reason]++;
     if (reason !== 'shutdown') log.debug({ userId: s.userId || undefined, reason }, 'socket dropped');
-    hub.remove(s);
+    forget(s);
   };
 
   const reader = new ClientEventReader({
@@ -141,6 +157,10 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       s.send({ type: 'Authenticated' });
       s.send(ready.frame);
       await hub.activate(s, ready.visible);
+      if (!s.isClosed()) {
+        s.present = true;
+        presence.connected(s.userId);
+      }
       const held = s.heldFrames;
       s.heldFrames = [];
       for (const raw of held) onFrame(s, raw);
@@ -215,7 +235,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     ws.on('close', () => {
       if (s.state !== 'closed') {
         s.state = 'closed';
-        hub.remove(s);
+        forget(s);
       }
     });
     const format = params.get('format');
@@ -276,6 +296,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
         Promise.all(open.map((ws) => (ws.readyState === ws.CLOSED ? undefined : new Promise((r) => ws.once('close', r))))),
         new Promise((r) => setTimeout(r, 2500).unref()),
       ]);
+      await presence.stop();
       await reader.stop();
       typingSub.disconnect();
       await new Promise<void>((r) => wss.close(() => r()));

@@ -13,12 +13,15 @@
  *   the socket's own user, unsubscribe.
  * - `user` route: the user's sockets. ServerCreate subscribes them; the internal DeleteSession sends Logout
  *   to the sockets of that session and closes them.
- * - `userPresence` route: the user's sockets and every socket subscribed to a server the user is in.
+ * - `userPresence` route: the user's sockets and every socket subscribed to a server the user is in (user
+ *   changes from the projector, and `UserUpdate {online}` from the presence stream; an Invisible user's
+ *   coming online reaches their own sockets only).
  *
  * Everything runs on one queue per process, so events keep their stream order (per channel: one server's
  * events come from one partition stream) and a socket's hand-over from Ready to live events loses nothing.
  */
 import type { Logger } from 'pino';
+import type { UserProfile } from '../domain/account/state.ts';
 import type { ChannelState } from '../domain/channel/state.ts';
 import { presentChannel } from '../domain/channel/state.ts';
 import type { MemberObject } from '../domain/models.ts';
@@ -172,7 +175,10 @@ export class Hub {
     }
     const ev: Dispatched = { ...event };
     if (ev.route.kind === 'userPresence') {
-      ev.presence = new Set(await this.o.readModels.smembers(rm.userServers(ev.route.userId)));
+      const userId = ev.route.userId;
+      // A user whose status is Invisible comes online for their own sockets only.
+      const hidden = (ev.payload.data as { online?: unknown } | undefined)?.online === true && (await this.o.readModels.getJson<UserProfile>(rm.user(userId)))?.status?.presence === 'Invisible';
+      ev.presence = hidden ? new Set() : new Set(await this.o.readModels.smembers(rm.userServers(userId)));
     }
     await this.updateFacts(ev);
     for (const s of this.preparing) {

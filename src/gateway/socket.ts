@@ -33,6 +33,8 @@ export class GatewaySocket {
   state: SocketState = 'unauthenticated';
   userId = '';
   sessionId = '';
+  /** Counted as the user's presence (set once Ready was sent, cleared when the socket goes). */
+  present = false;
   /** The Ready fields the client asked for (`?ready=`). */
   fields: ReadonlySet<ReadyField> = DEFAULT_READY_FIELDS;
   /** Servers this socket is subscribed to → the channel ids it was told it can see. */

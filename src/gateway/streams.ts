@@ -1,7 +1,8 @@
 /**
  * Follows the client-event streams of every projector partition (`events:<n>:<i>`, written by the projector
- * in the same MULTI as its checkpoint) with XREAD BLOCK on a connection of its own. Each API process reads
- * all partitions from the position they had when it started, and hands the events over in stream order.
+ * in the same MULTI as its checkpoint) and the presence stream with XREAD BLOCK on a connection of its own.
+ * Each API process reads every stream from the position it had when the process started, and hands the
+ * events over in stream order.
  */
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -30,7 +31,7 @@ export class ClientEventReader {
     this.conn = new Redis(o.redisUrl, { maxRetriesPerRequest: null, enableOfflineQueue: true, connectTimeout: 5000 });
     this.conn.on('error', (err) => o.log.debug({ err: err.message }, 'gateway stream reader: redis error'));
     const ctl = controlKeys(o.prefix);
-    this.keys = Array.from({ length: o.partitions }, (_, i) => ctl.clientEvents(o.partitions, i));
+    this.keys = [...Array.from({ length: o.partitions }, (_, i) => ctl.clientEvents(o.partitions, i)), ctl.presenceEvents];
   }
 
   /** Resolves the start positions (the current end of every stream, like `$`) and starts reading. */

@@ -20,6 +20,14 @@ export function controlKeys(prefix: string) {
     want: (partitions: number, i: number) => `${prefix}want:${partitions}:${i}`,
     /** Redis stream of client events produced by partition i of n (read by every API process). */
     clientEvents: (partitions: number, i: number) => `${prefix}events:${partitions}:${i}`,
+    /** Presence: hash user → number of API processes holding a WebSocket of that user (absent = offline). */
+    presenceUsers: `${prefix}presence:users`,
+    /** Presence: sorted set of API processes, scored by the time (ms) their registration expires. */
+    presenceProcesses: `${prefix}presence:procs`,
+    /** Presence: hash of the users one API process holds sockets of (user → 1). */
+    presenceProcess: (processId: string) => `${prefix}presence:proc:${processId}`,
+    /** Redis stream of presence changes (`UserUpdate {online}`), read by every API process with the client events. */
+    presenceEvents: `${prefix}presence:events`,
   };
 }
 

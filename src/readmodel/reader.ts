@@ -188,6 +188,13 @@ export class ReadModels {
 
   // Typed helpers over the current generation. Values are JSON.
 
+  /** Which of the users are online now: some API process holds a WebSocket of theirs (src/gateway/presence.ts). */
+  async online(userIds: readonly string[]): Promise<Set<string>> {
+    if (userIds.length === 0) return new Set();
+    const counts = await this.redis.hmget(this.ctl.presenceUsers, ...userIds);
+    return new Set(userIds.filter((_, i) => Number(counts[i] ?? 0) > 0));
+  }
+
   /** A JSON value, or null. */
   async getJson<T>(logical: string): Promise<T | null> {
     const raw = await this.redis.get(this.key(logical));

@@ -1,7 +1,8 @@
 /**
  * A recording WebSocket client for gateway tests: connects to a service's `/ws`, keeps every frame it
  * receives (in order, `Bulk` frames also unpacked into `events`), and waits for conditions with generous
- * timeouts (the machine is shared; never a fixed sleep).
+ * timeouts (the machine is shared; never a fixed sleep). Presence changes (`UserUpdate {online}`) come and
+ * go with every connection, so they are kept apart in `presence` (tests of presence read them there).
  */
 import { WebSocket } from 'ws';
 import type { Service } from '../../src/service.ts';
@@ -26,6 +27,10 @@ export interface WsClient {
   frames: Frame[];
   /** Every event, with `Bulk` frames unpacked in place. */
   events: Frame[];
+  /** The presence changes received (not in `frames` or `events`). */
+  presence: Frame[];
+  /** The first presence change (from index `from`) matching `pred`; rejects after `timeoutMs`. */
+  waitForPresence(pred: (e: Frame) => boolean, timeoutMs?: number, from?: number): Promise<Frame>;
   /** Resolves when the socket is open. */
   opened: Promise<void>;
   /** Resolves when the socket closed, with the close code and reason. */
@@ -42,6 +47,11 @@ export interface WsClient {
 
 const DEFAULT_TIMEOUT = 20_000;
 
+/** Whether a frame is a presence change: `UserUpdate` whose data is only `online`. */
+export function isPresence(f: Frame): boolean {
+  return f.type === 'UserUpdate' && typeof f.data === 'object' && f.data !== null && Object.keys(f.data).join() === 'online';
+}
+
 /** The gateway URL of a service. */
 export function wsUrl(s: Pick<Service, 'apiUrl'>): string {
   return s.apiUrl.replace(/^http/, 'ws') + '/ws';
@@ -55,13 +65,15 @@ export function connectWs(s: Pick<Service, 'apiUrl'>, o: WsOptions = {}): WsClie
   const ws = new WebSocket(`${wsUrl(s)}?${params.join('&')}`, { autoPong: o.autoPong ?? true });
   const frames: Frame[] = [];
   const events: Frame[] = [];
+  const presence: Frame[] = [];
   const waiters = new Set<() => void>();
   ws.on('message', (data, isBinary) => {
     if (isBinary) return;
     const f = JSON.parse(data.toString()) as Frame;
-    frames.push(f);
+    if (isPresence(f)) presence.push(f);
+    else frames.push(f);
     if (f.type === 'Bulk') events.push(...(f.v as Frame[]));
-    else events.push(f);
+    else if (!isPresence(f)) events.push(f);
     for (const w of [...waiters]) w();
   });
   ws.on('error', () => {});
@@ -71,13 +83,13 @@ export function connectWs(s: Pick<Service, 'apiUrl'>, o: WsOptions = {}): WsClie
       for (const w of [...waiters]) w();
     });
   });
-  const waitFor = (pred: (e: Frame) => boolean, timeoutMs = DEFAULT_TIMEOUT, from = 0) =>
+  const waitIn = (list: Frame[], pred: (e: Frame) => boolean, timeoutMs = DEFAULT_TIMEOUT, from = 0) =>
     new Promise<Frame>((resolve, reject) => {
       const check = () => {
-        for (let i = from; i < events.length; i++) {
-          if (pred(events[i]!)) {
+        for (let i = from; i < list.length; i++) {
+          if (pred(list[i]!)) {
             done();
-            resolve(events[i]!);
+            resolve(list[i]!);
             return true;
           }
         }
@@ -85,7 +97,7 @@ export function connectWs(s: Pick<Service, 'apiUrl'>, o: WsOptions = {}): WsClie
       };
       const timer = setTimeout(() => {
         done();
-        reject(new Error(`timed out waiting; received: ${JSON.stringify(events.map((e) => e.type))}`));
+        reject(new Error(`timed out waiting; received: ${JSON.stringify(list.map((e) => e.type))}`));
       }, timeoutMs);
       const done = () => {
         clearTimeout(timer);
@@ -93,12 +105,15 @@ export function connectWs(s: Pick<Service, 'apiUrl'>, o: WsOptions = {}): WsClie
       };
       if (!check()) waiters.add(check as () => void);
     });
+  const waitFor = (pred: (e: Frame) => boolean, timeoutMs?: number, from?: number) => waitIn(events, pred, timeoutMs, from);
   const opened = new Promise<void>((resolve) => ws.once('open', () => resolve()));
   return {
     ws,
     opened,
     frames,
     events,
+    presence,
+    waitForPresence: (pred, timeoutMs, from) => waitIn(presence, pred, timeoutMs, from),
     closed,
     send: (frame) => ws.send(JSON.stringify(frame)),
     waitFor,

@@ -75,7 +75,7 @@ async function authorOf(deps: AppDeps, serverId: string, userId: string) {
     deps.readModels.getJson<UserProfile>(rm.user(userId)),
     deps.readModels.hgetJson<MemberObject>(rm.serverMembers(serverId), userId),
   ]);
-  return { ...(profile ? { user: presentUser(profile, userId) } : {}), ...(member ? { member } : {}) };
+  return { ...(profile ? { user: presentUser(profile, userId, true) } : {}), ...(member ? { member } : {}) };
 }
 
 export default defineRoute({

@@ -7,7 +7,7 @@ import { presentMessage, type MessageState } from '../../../domain/message/state
 import type { MemberObject } from '../../../domain/models.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { loadMessage } from '../../../readmodel/messages.ts';
-import { presentUser } from '../users/present.ts';
+import { presentUsers } from '../users/present.ts';
 
 export { presentMessage };
 
@@ -31,7 +31,7 @@ export async function authorsOf(
     deps.readModels.hmgetJson<MemberObject>(rm.serverMembers(serverId), ids),
   ]);
   return {
-    users: profiles.filter((p): p is UserProfile => p !== null).map((p) => presentUser(p, viewerId)),
+    users: await presentUsers(deps.readModels, profiles, viewerId),
     members: members.filter((m): m is MemberObject => m !== null),
   };
 }

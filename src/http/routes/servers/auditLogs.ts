@@ -10,7 +10,7 @@ import { require as requirePermission } from '../../../permissions/calculate.ts'
 import { rm } from '../../../readmodel/keys.ts';
 import { queryInt } from '../../query.ts';
 import { defineRoute } from '../../route.ts';
-import { presentUser } from '../users/present.ts';
+import { presentUsers } from '../users/present.ts';
 
 /** Entries per page when `limit` is not given. */
 export const AUDIT_DEFAULT_LIMIT = 50;
@@ -53,7 +53,7 @@ export default defineRoute({
     const named = (e: AuditEntry) => [e.actor, e.target.type === 'User' ? e.target.id : null, e.context?.author ?? null, e.context?.user ?? null];
     const userIds = [...new Set(audit_logs.flatMap(named).filter((id): id is string => id !== null))];
     const profiles = await deps.readModels.mgetJson<UserProfile>(userIds.map((id) => rm.user(id)));
-    const users = profiles.filter((p): p is UserProfile => p !== null).map((p) => presentUser(p, caller.userId));
+    const users = await presentUsers(deps.readModels, profiles, caller.userId);
     const members = (await deps.readModels.hmgetJson<MemberObject>(rm.serverMembers(serverId), userIds)).filter((m): m is MemberObject => m !== null);
     return { audit_logs, users, members };
   },

@@ -13,6 +13,6 @@ export default defineRoute({
     const id = params.user_id === '@me' ? caller.userId : params.user_id!;
     const profile = await deps.readModels.getJson<UserProfile>(rm.user(id));
     if (!profile) throw new AppError({ type: 'NotFound' });
-    return presentUser(profile, caller.userId);
+    return presentUser(profile, caller.userId, (await deps.readModels.online([id])).has(id));
   },
 });

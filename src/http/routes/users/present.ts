@@ -1,5 +1,6 @@
-/** Revolt-shaped User objects (reference §8) from the stored profile. */
+/** Revolt-shaped User objects (reference §8) from the stored profile, with presence. */
 import type { AccountState, UserProfile } from '../../../domain/account/state.ts';
+import type { ReadModels } from '../../../readmodel/reader.ts';
 
 /** The caller's own user: relationship "User", online. */
 export function presentSelf(state: AccountState): Record<string, unknown> {
@@ -7,8 +8,15 @@ export function presentSelf(state: AccountState): Record<string, unknown> {
   return { ...state.user, relationship: 'User', online: true };
 }
 
-/** Another user as seen by the caller. */
-export function presentUser(profile: UserProfile, viewerId: string, online = false): Record<string, unknown> {
+/** Another user as seen by the caller; an Invisible user is offline to everyone else. */
+export function presentUser(profile: UserProfile, viewerId: string, online: boolean): Record<string, unknown> {
   if (profile._id === viewerId) return { ...profile, relationship: 'User', online: true };
-  return { ...profile, relationship: 'None', online };
+  return { ...profile, relationship: 'None', online: online && profile.status?.presence !== 'Invisible' };
+}
+
+/** Users as seen by the caller, with their presence (one Redis read for all of them); unknown ones left out. */
+export async function presentUsers(readModels: ReadModels, profiles: ReadonlyArray<UserProfile | null>, viewerId: string): Promise<Record<string, unknown>[]> {
+  const known = profiles.filter((p): p is UserProfile => p !== null);
+  const online = await readModels.online(known.map((p) => p._id));
+  return known.map((p) => presentUser(p, viewerId, online.has(p._id)));
 }
