@@ -116,9 +116,17 @@ t.test('presence', async (t) => {
     t.equal(await online(owner, member), false, 'offline to others over HTTP');
     t.equal((await member.api.get('/users/@me')).body.online, true, 'online to itself');
     t.notOk((await listedOnline(owner)).members.includes(member.userId), 'left out by exclude_offline');
+    // Visible again while connected: the profile change tells the others at once; Invisible again hides.
+    t.equal((await member.api.patch('/users/@me', { status: { presence: 'Busy' } })).status, 200);
+    t.match(await ownerWs.waitFor((e) => e.type === 'UserUpdate' && e.id === member.userId && e.data.status?.presence === 'Busy'), { data: { online: true } });
+    t.equal(await online(owner, member), true);
+    t.equal((await member.api.patch('/users/@me', { status: { presence: 'Invisible' } })).status, 200);
+    t.match(await ownerWs.waitFor((e) => e.type === 'UserUpdate' && e.id === member.userId && e.data.status?.presence === 'Invisible'), { data: { online: false } });
+    t.match(await c.waitFor((e) => e.type === 'UserUpdate' && e.id === member.userId && e.data.status?.presence === 'Invisible'), { data: { status: { presence: 'Invisible' } } }, 'the user gets its own profile');
     c.close();
     await change(ownerWs, member, false);
     t.equal((await member.api.patch('/users/@me', { status: { presence: 'Online' } })).status, 200);
+    t.match(await ownerWs.waitFor((e) => e.type === 'UserUpdate' && e.id === member.userId && e.data.status?.presence === 'Online'), { data: { online: false } }, 'offline: visible but not connected');
   });
 
   t.test('a killed process\'s users go offline; a vanished registration comes back', async (t) => {

@@ -15,7 +15,8 @@
  *   to the sockets of that session and closes them.
  * - `userPresence` route: the user's sockets and every socket subscribed to a server the user is in (user
  *   changes from the projector, and `UserUpdate {online}` from the presence stream; an Invisible user's
- *   coming online reaches their own sockets only).
+ *   coming online reaches their own sockets only, and a profile change tells the others `online` as they
+ *   may see it).
  *
  * Everything runs on one queue per process, so events keep their stream order (per channel: one server's
  * events come from one partition stream) and a socket's hand-over from Ready to live events loses nothing.
@@ -37,6 +38,8 @@ interface Dispatched extends QueuedEvent {
   presence?: Set<string>;
   /** The payload serialised (once, on first use). */
   text?: string;
+  /** For a profile's `UserUpdate`: the payload for the others, with `online` as they may see it. */
+  othersText?: string;
 }
 
 /** The event's payload as sent unchanged, serialised once for every socket. */
@@ -176,9 +179,16 @@ export class Hub {
     const ev: Dispatched = { ...event };
     if (ev.route.kind === 'userPresence') {
       const userId = ev.route.userId;
+      const data = ev.payload.data as (Partial<UserProfile> & { online?: boolean }) | undefined;
       // A user whose status is Invisible comes online for their own sockets only.
-      const hidden = (ev.payload.data as { online?: unknown } | undefined)?.online === true && (await this.o.readModels.getJson<UserProfile>(rm.user(userId)))?.status?.presence === 'Invisible';
+      const hidden = data?.online === true && (await this.o.readModels.getJson<UserProfile>(rm.user(userId)))?.status?.presence === 'Invisible';
       ev.presence = hidden ? new Set() : new Set(await this.o.readModels.smembers(rm.userServers(userId)));
+      if (ev.payload.type === 'UserUpdate' && data && !('online' in data)) {
+        // A profile change (the whole profile): the others also learn whether the user is online as they may
+        // see it, so turning Invisible on or off shows at once.
+        const online = data.status?.presence !== 'Invisible' && (await this.o.readModels.online([userId])).has(userId);
+        ev.othersText = JSON.stringify({ ...ev.payload, data: { ...data, online } });
+      }
     }
     await this.updateFacts(ev);
     for (const s of this.preparing) {
@@ -265,7 +275,8 @@ export class Hub {
         if (s.userId === r.userId) this.deliverToUser(s, ev);
         return;
       case 'userPresence':
-        if (s.userId === r.userId || sharesServer(s, ev.presence)) s.sendText(textOf(ev));
+        if (s.userId === r.userId) s.sendText(textOf(ev));
+        else if (sharesServer(s, ev.presence)) s.sendText(ev.othersText ?? textOf(ev));
         return;
       case 'channel':
         if (s.servers.has(r.serverId)) await this.deliverInChannel(s, r.serverId, r.channelId, ev);
