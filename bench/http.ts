@@ -6,21 +6,29 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import autocannon from 'autocannon';
 
+/** Memory of a server process, in bytes. */
+export interface ServerMemory extends NodeJS.MemoryUsage {
+  /** Peak resident set size since the process started. */
+  maxRss: number;
+}
+
 /** A running server process. */
 export interface ServerProcess {
   urls: Record<string, string>;
+  /** Its memory now (heap figures after a full GC when started with `--expose-gc`). */
+  memory(): Promise<ServerMemory>;
   stop(): Promise<void>;
 }
 
-/** Starts `bench/serve.ts <mode>` with `env` and resolves with the URLs it prints. */
-export function startServer(mode: 'service' | 'bare', env: Record<string, string> = {}): Promise<ServerProcess> {
+/** Starts `bench/serve.ts <mode>` with `env` (and node flags `nodeArgs`) and resolves with the URLs it prints. */
+export function startServer(mode: 'service' | 'bare', env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<ServerProcess> {
   const root = path.join(import.meta.dirname, '..');
   // BENCH_NODE_ARGS: extra node flags for the server process (e.g. `--cpu-prof` to profile it).
   const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child: ChildProcess = spawn(process.execPath, [...extra, '--import', 'tsx', 'bench/serve.ts', mode], {
+  const child: ChildProcess = spawn(process.execPath, [...extra, ...nodeArgs, '--import', 'tsx', 'bench/serve.ts', mode], {
     cwd: root,
     env: { ...process.env, LOG_LEVEL: 'error', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
   return new Promise((resolve, reject) => {
     let out = '';
@@ -30,6 +38,11 @@ export function startServer(mode: 'service' | 'bare', env: Record<string, string
       if (m) {
         resolve({
           urls: JSON.parse(m[1]!) as Record<string, string>,
+          memory: () =>
+            new Promise<ServerMemory>((r) => {
+              child.once('message', (msg) => r((msg as { memory: ServerMemory }).memory));
+              child.send('memory');
+            }),
           stop: () =>
             new Promise<void>((r) => {
               if (child.exitCode !== null) return r();

@@ -4,6 +4,8 @@ import append from './append.ts';
 import upload from './upload.ts';
 import history from './history.ts';
 import limits from './limits.ts';
+import memory from './memory.ts';
+import rebuild from './rebuild.ts';
 import send from './send.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, history, limits];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits];

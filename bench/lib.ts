@@ -32,8 +32,12 @@ export interface Bench {
 
 /** What a benchmark gets from the runner. */
 export interface BenchContext {
-  /** A scratch directory removed after the run. */
+  /** A scratch directory of this benchmark, removed after it. */
   tmpDir: string;
+  /** A scratch directory kept for the whole run, for fixtures several benchmarks share (bench/seeded.ts). */
+  sharedDir: string;
+  /** Registers a clean-up run once every benchmark has finished (a shared fixture's Redis keys). */
+  atEnd(fn: () => Promise<void>): void;
   /** Redis for the benchmark (its own prefix is up to the benchmark). */
   redisUrl: string;
   /** Repetitions for medians (default 3; `--quick` lowers it). */

@@ -22,6 +22,8 @@ if (unknown.length) {
 const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'stoat-bench-'));
 const redis = await ensureRedis(process.env.REDIS_URL || 'redis://127.0.0.1:6379', path.join(tmpRoot, 'redis'));
 const results: Array<BenchResult & { bench: string }> = [];
+const sharedDir = fs.mkdtempSync(path.join(tmpRoot, 'shared-'));
+const atEnd: Array<() => Promise<void>> = [];
 const started = Date.now();
 try {
   for (const b of selected as Bench[]) {
@@ -30,6 +32,8 @@ try {
     const t0 = Date.now();
     const rs = await b.run({
       tmpDir: dir,
+      sharedDir,
+      atEnd: (fn) => void atEnd.push(fn),
       redisUrl: redis.url,
       repeats: quick ? 1 : 3,
       quick,
@@ -40,6 +44,7 @@ try {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 } finally {
+  for (const fn of atEnd) await fn().catch((err: unknown) => console.error(`clean-up failed: ${String(err)}`));
   await redis.stop();
   fs.rmSync(tmpRoot, { recursive: true, force: true });
 }

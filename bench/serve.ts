@@ -3,7 +3,7 @@
  * autocannon. `node --import tsx bench/serve.ts service` starts the service from the environment (plus, with
  * BENCH_UNLIMITED=1, a second API app on the same deps with the rate limiter off: the same route without
  * limits, in the same process); `… bare` starts a bare koa app (the ceiling). Prints one line
- * `BENCH {json}` with the URLs, stops on SIGTERM.
+ * `BENCH {json}` with the URLs, answers the IPC message `memory` with its memory, stops on SIGTERM.
  */
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -67,6 +67,12 @@ if (mode === 'service') {
   console.error('usage: bench/serve.ts service|bare');
   process.exit(2);
 }
+// ServerProcess.memory() asks over IPC; a full GC first when node runs with --expose-gc.
+process.on('message', (m) => {
+  if (m !== 'memory') return;
+  (globalThis as { gc?: () => void }).gc?.();
+  process.send?.({ memory: { ...process.memoryUsage(), maxRss: process.resourceUsage().maxRSS * 1024 } });
+});
 process.on('SIGTERM', () => {
   void stop().then(() => process.exit(0));
 });
