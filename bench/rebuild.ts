@@ -101,8 +101,9 @@ const bench: Bench = {
         ratio: real / raw,
         notes:
           'the rebuild as the command reports it (replay into a fresh prefix and the swap; not its counting pass for the progress bar), ' +
-          'in a process of its own; the ceiling is the I/O a replay cannot avoid, without the projector: the ratio is the share of the ' +
-          `rebuild's time that is that I/O. SQLite read + decode alone: ${n(median(small.map((r) => r.read)))} events/s`,
+          'in a process of its own. The ceiling is the I/O a replay cannot avoid, without the projector, so the ratio is the share of the ' +
+          `rebuild's time that is that I/O. The SQLite read + decode alone (${n(median(small.map((r) => r.read)))} events/s) would be a loose ` +
+          'ceiling: most of that I/O is the Redis writes',
       },
       {
         name: 'rebuild-1m',
