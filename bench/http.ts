@@ -8,7 +8,7 @@ import autocannon from 'autocannon';
 
 /** Memory of a server process, in bytes. */
 export interface ServerMemory extends NodeJS.MemoryUsage {
-  /** Peak resident set size since the process started. */
+  /** Peak resident set size of the process's own address space (VmHWM on Linux). */
   maxRss: number;
 }
 

@@ -5,6 +5,7 @@
  * limits, in the same process); `… bare` starts a bare koa app (the ceiling). Prints one line
  * `BENCH {json}` with the URLs, answers the IPC message `memory` with its memory, stops on SIGTERM.
  */
+import fs from 'node:fs';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
@@ -67,11 +68,26 @@ if (mode === 'service') {
   console.error('usage: bench/serve.ts service|bare');
   process.exit(2);
 }
+/**
+ * Peak RSS of this process: VmHWM, the high-water mark of its own address space. Not getrusage's maxrss,
+ * which Linux carries over from the parent through fork and exec (every server of a big bench runner read
+ * as the runner's own peak). Elsewhere, the RSS now.
+ */
+function peakRss(): number {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync('/proc/self/status', 'utf8'));
+    if (m) return Number(m[1]) * 1024;
+  } catch {
+    // not Linux
+  }
+  return process.memoryUsage().rss;
+}
+
 // ServerProcess.memory() asks over IPC; a full GC first when node runs with --expose-gc.
 process.on('message', (m) => {
   if (m !== 'memory') return;
   (globalThis as { gc?: () => void }).gc?.();
-  process.send?.({ memory: { ...process.memoryUsage(), maxRss: process.resourceUsage().maxRSS * 1024 } });
+  process.send?.({ memory: { ...process.memoryUsage(), maxRss: peakRss() } });
 });
 process.on('SIGTERM', () => {
   void stop().then(() => process.exit(0));
