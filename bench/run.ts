@@ -72,9 +72,9 @@ const cpus = os.cpus();
 const md = [
   '# Benchmark results',
   '',
-  `Latest run: ${new Date().toISOString()} on ${os.hostname()} (${cpus.length} × ${cpus[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}), ${((Date.now() - started) / 1000).toFixed(0)} s${quick ? ', --quick' : ''}.`,
+  `Latest run: ${new Date().toISOString()} on ${os.hostname()} (${cpus.length} × ${cpus[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}), ${((Date.now() - started) / 1000).toFixed(0)} s${quick ? ', --quick' : ''}; load average at the end ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')} (1 / 5 / 15 min: other work may share the machine).`,
   '',
-  'Each figure is compared with a ceiling measured in the same run; the ratio is figure ÷ ceiling for throughput and ceiling ÷ figure for latency (1.00 = as fast as the ceiling).',
+  'Each figure is compared with a ceiling measured in the same run; the ratio is figure ÷ ceiling for throughput and ceiling ÷ figure for latency and memory (1.00 = as good as the ceiling).',
   '',
   `| ${header.join(' | ')} |`,
   `| ${header.map(() => '---').join(' | ')} |`,
