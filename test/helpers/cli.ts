@@ -1,4 +1,4 @@
-/** Runs the operator tool (`npm run events -- …`, the CLI file directly) as a child process for tests. */
+/** Runs an operator tool (`npm run events -- …` by default: the CLI file directly) as a child process for tests. */
 import { spawn } from 'node:child_process';
 
 /** Output of one run. */
@@ -9,16 +9,17 @@ export interface CliRun {
 }
 
 /**
- * Runs `src/cli/events.ts` with `args` and the environment `env` added to this process's. `until` sends
- * SIGINT once stdout satisfies it (for `tail`); a run that never ends is killed after 60 s, failing the test.
+ * Runs `src/cli/events.ts` (or `script`) with `args` and the environment `env` added to this process's.
+ * `until` sends SIGINT once stdout satisfies it (for `tail`); a run that never ends is killed after 60 s,
+ * failing the test.
  */
 export function runCli(
   env: Record<string, string>,
   args: string[],
-  opts: { until?: (out: string) => boolean; onStderr?: (err: string) => void } = {},
+  opts: { until?: (out: string) => boolean; onStderr?: (err: string) => void; script?: string } = {},
 ): Promise<CliRun> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/events.ts', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', opts.script ?? 'src/cli/events.ts', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
