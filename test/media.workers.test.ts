@@ -1,8 +1,6 @@
 // Media workers as processes: a worker killed with SIGKILL mid-job loses the job to the next worker, and
 // several worker processes share the queues.
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { Job, Queue } from 'bullmq';
 import t from 'tap';
 import { fileStream } from '../src/files.ts';
@@ -10,49 +8,20 @@ import { bullConnection, bullPrefix, queueName } from '../workers/media/jobs.ts'
 import type { Tag } from '../workers/media/policy.ts';
 import { signup } from './helpers/http.ts';
 import { get, jpeg, png, upload } from './helpers/media.ts';
-import { startTestService, type TestService } from './helpers/service.ts';
+import { startRoleProcess, type RoleProcess } from './helpers/processes.ts';
+import { startTestService, type Teardownable, type TestService } from './helpers/service.ts';
 import { until } from './helpers/wait.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-
 /** Starts `ROLES=worker` in a child process with the service's environment; resolves once it started. */
-async function startWorkerProcess(t: { teardown(fn: () => unknown): void }, s: TestService, env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: {
-      ...process.env,
-      ROLES: 'worker',
-      REDIS_URL: s.config.redisUrl,
-      REDIS_PREFIX: s.prefix,
-      DATA_DIR: s.dataDir,
-      LOG_LEVEL: 'info',
-      MEDIA_JOB_LOCK_MS: '1000',
-      ...env,
-    },
-  });
-  t.teardown(() => stopProcess(child, 'SIGKILL'));
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('"service started"')) {
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
-        resolve();
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`worker process exited early (${code})`)));
-  });
-  return child;
-}
-
-function stopProcess(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill(signal);
+function startWorkerProcess(t: Teardownable, s: TestService, env: Record<string, string>): Promise<RoleProcess> {
+  return startRoleProcess(t, {
+    ROLES: 'worker',
+    REDIS_URL: s.config.redisUrl,
+    REDIS_PREFIX: s.prefix,
+    DATA_DIR: s.dataDir,
+    LOG_LEVEL: 'info',
+    MEDIA_JOB_LOCK_MS: '1000',
+    ...env,
   });
 }
 
@@ -75,7 +44,7 @@ t.test('worker processes', async (t) => {
       const active = await avatars.getJobs(['active']);
       return active.length ? active : undefined;
     });
-    await stopProcess(a, 'SIGKILL');
+    await a.stop('SIGKILL');
     await new Promise((r) => setTimeout(r, 1500));
     t.notOk(answered, 'no answer while no worker runs');
     await startWorkerProcess(t, s, {});

@@ -4,7 +4,6 @@
  * message is present exactly once, nothing is half-applied (an attachment is used exactly when a message
  * carries it), and the read models equal a rebuild from zero.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import t from 'tap';
 import { Redis } from 'ioredis';
 import { SqliteEventStore } from '../../src/eventstore/sqlite.ts';
@@ -13,31 +12,7 @@ import { dumpCurrent, dumpRebuild } from '../helpers/servers.ts';
 import { deletePrefix, tempDir, TEST_REDIS_URL, uniquePrefix } from '../helpers/service.ts';
 import { client, signup, type TestUser } from '../helpers/http.ts';
 import { jpeg, upload } from '../helpers/media.ts';
-
-interface Running {
-  child: ChildProcess;
-  apiUrl: string;
-  mediaUrl: string;
-}
-
-function start(env: Record<string, string>): Promise<Running> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /"api":"(http:[^"]+)","media":"(http:[^"]+)"[^\n]*"msg":"service started"/.exec(out);
-      if (m) resolve({ child, apiUrl: m[1]!, mediaUrl: m[2]! });
-    });
-    child.once('exit', (code) => reject(new Error(`service exited (${code}) before starting: ${out.slice(-2000)}`)));
-  });
-}
-
-/** Resolves once the child has exited (at once when it already has: its 'exit' event is not replayed). */
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((r) => child.once('exit', () => r()));
-}
+import { exited, startRoleProcess } from '../helpers/processes.ts';
 
 async function serving(apiUrl: string, token: string): Promise<void> {
   const until = Date.now() + 60_000;
@@ -54,11 +29,10 @@ t.test('SIGKILL during message sends', async (t) => {
   const prefix = uniquePrefix();
   t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
   const env = { API_PORT: '0', MEDIA_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, RATE_LIMITS: 'off', LOG_LEVEL: 'info' };
-  let svc = await start(env);
-  t.teardown(() => svc.child.exitCode === null && svc.child.kill('SIGKILL'));
-  const base = { apiUrl: svc.apiUrl, mediaUrl: svc.mediaUrl };
+  let svc = await startRoleProcess(t, env);
+  const base = { apiUrl: svc.apiUrl!, mediaUrl: svc.mediaUrl! };
   const owner = await signup(base);
-  await serving(svc.apiUrl, owner.token);
+  await serving(base.apiUrl, owner.token);
   const server = await owner.api.post('/servers/create', { name: 'crash' });
   const channelId = server.body.channels[0]._id as string;
   const invite = await owner.api.post(`/channels/${channelId}/invites`);
@@ -91,7 +65,7 @@ t.test('SIGKILL during message sends', async (t) => {
       const attachment = n % 2 === 0 ? myFiles.shift() : undefined;
       const body: Record<string, unknown> = { content };
       if (attachment) body.attachments = [attachment];
-      const r = await client({ apiUrl: svc.apiUrl }, u.token)
+      const r = await client(base, u.token)
         .post(`/channels/${channelId}/messages`, body, { headers: { 'Idempotency-Key': content }, skipOpenApi: true })
         .catch(() => null);
       if (r?.status === 200) acked.set(content, { id: r.body._id, content, ...(attachment ? { attachment } : {}) });
@@ -105,9 +79,9 @@ t.test('SIGKILL during message sends', async (t) => {
   await Promise.all([exited(svc.child), ...sendLoops]);
   t.ok(acked.size > 5, `${acked.size} messages acknowledged before the kill`);
 
-  svc = await start(env);
-  await serving(svc.apiUrl, owner.token);
-  const api = client({ apiUrl: svc.apiUrl }, owner.token);
+  svc = await startRoleProcess(t, env);
+  await serving(svc.apiUrl!, owner.token);
+  const api = client({ apiUrl: svc.apiUrl! }, owner.token);
   const seen: Array<{ _id: string; content: string; attachments?: Array<{ _id: string }> }> = [];
   let before: string | undefined;
   for (;;) {
