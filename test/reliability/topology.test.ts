@@ -19,36 +19,23 @@
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { createLogger } from '../../src/log.ts';
 import { SqliteEventStore } from '../../src/eventstore/sqlite.ts';
 import { partitionOf } from '../../src/partition.ts';
 import { Permission as P } from '../../src/permissions/bits.ts';
 import { controlKeys, genKeys, generationPrefix } from '../../src/readmodel/keys.ts';
-import { PROJECTIONS } from '../../projections/index.ts';
-import { rebuild } from '../../projections/rebuild.ts';
 import { bullConnection, bullPrefix, queueName } from '../../workers/media/jobs.ts';
 import { client, signup, type Res, type TestUser } from '../helpers/http.ts';
 import { get, jpeg, upload } from '../helpers/media.ts';
 import { startRoleProcess, type RoleProcess } from '../helpers/processes.ts';
-import { createServer, dumpGeneration, join, type TestServer } from '../helpers/servers.ts';
+import { createServer, dumpGeneration, dumpRebuild, join, type TestServer } from '../helpers/servers.ts';
 import { deletePrefix, tempDir, TEST_REDIS_URL, uniquePrefix } from '../helpers/service.ts';
+import { until } from '../helpers/wait.ts';
 import { connectReady, type WsClient } from '../helpers/ws.ts';
 
 const PARTITIONS = 2;
 const USERS = 6;
 /** Messages each user sends; the kills happen once a third of all of them are acknowledged. */
 const PER_USER = 24;
-
-/** Polls `fn` until it returns something truthy; fails after `timeoutMs`. */
-async function until<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** An acknowledged message. */
 interface Sent {
@@ -87,11 +74,12 @@ t.test('two API, one media, two projector and two worker processes; a projector 
   const steady = await until('each projector to hold its own partition', async () => {
     const [l0, l1] = await leases();
     return l0 && l1 && l0 !== l1 ? [l0, l1] : undefined;
-  });
-  const gen = await until('a read-model generation', () => redis.get(ctl.generation));
+  }, 60_000);
+  const gen = await until('a read-model generation', () => redis.get(ctl.generation), 60_000);
   const gp = generationPrefix(prefix, Number(gen));
   await until('both partitions caught up', async () =>
     (await redis.mget([0, 1].map((i) => gp + genKeys.caughtUp(PARTITIONS, i)))).every((v) => v !== null),
+    60_000,
   );
 
   // Every job sleeps a second first: time enough to find a worker holding one and kill it before it is done.
@@ -173,6 +161,7 @@ t.test('two API, one media, two projector and two worker processes; a projector 
   const names = new Map(workers.map((w) => [w.workerName, w]));
   const held = await until('a worker process to hold an upload job', async () =>
     (await attachments.getJobs(['active'])).find((j) => j.processedBy && names.has(j.processedBy)),
+    60_000,
   );
   const victim = names.get(held.processedBy!)!;
   const survivor = workers.find((w) => w !== victim)!;
@@ -266,7 +255,7 @@ t.test('two API, one media, two projector and two worker processes; a projector 
   const received = (s: (typeof sockets)[number], channel: string) => s.ws.events.filter((e) => e.type === 'Message' && e.channel === channel).map((e) => e._id as string);
   const complete = (s: (typeof sockets)[number]) => visible(s.user).every((c) => received(s, c).length >= (logOrder.get(c) ?? []).length);
   // One deadline for all of them; what is missing then shows below.
-  await until('every socket to receive every message', () => sockets.every(complete)).catch(() => undefined);
+  await until('every socket to receive every message', () => sockets.every(complete), 60_000).catch(() => undefined);
   for (const s of sockets) {
     const who = `${s.user === owner1 ? 'owner' : s.user.userId}'s socket on ${s.via}`;
     for (const c of visible(s.user)) t.same(received(s, c), logOrder.get(c) ?? [], `${who}: channel ${c} complete, once each, in order`);
@@ -277,12 +266,11 @@ t.test('two API, one media, two projector and two worker processes; a projector 
   const head = (await store.headPosition())!;
   await until('both partitions to reach the log head', async () =>
     (await redis.mget([0, 1].map((i) => gp + genKeys.checkpoint(PARTITIONS, i)))).every((v) => v !== null && BigInt(v) >= head),
+    60_000,
   );
   t.equal(await redis.get(ctl.generation), gen, 'still the same generation (no rebuild happened)');
   const live = await dumpGeneration(redis, gp);
-  const fresh = `${prefix}fresh:`;
-  await rebuild({ store, redisUrl: TEST_REDIS_URL, prefix, targetPrefix: fresh, partitions: PARTITIONS, projections: PROJECTIONS, log: createLogger('silent') });
-  const rebuilt = await dumpGeneration(redis, generationPrefix(fresh, Number(await redis.get(controlKeys(fresh).generation))));
+  const rebuilt = await dumpRebuild(t, redis, { store, redisUrl: TEST_REDIS_URL, prefix, partitions: PARTITIONS });
   t.same(Object.keys(live), Object.keys(rebuilt), 'same read-model keys as a rebuild from zero');
   const differing = Object.keys(live).filter((k) => JSON.stringify(live[k]) !== JSON.stringify(rebuilt[k]));
   const pick = (o: Record<string, unknown>) => Object.fromEntries(differing.map((k) => [k, o[k]]));
