@@ -37,6 +37,21 @@ const deep = fc.nat({ max: 3 }).map((k) => {
 });
 const json: fc.Arbitrary<unknown> = fc.oneof({ depthSize: 'small' }, fc.jsonValue({ maxDepth: 4 }), leaf, deep);
 
+/**
+ * A string percent-encoded as a path segment. A lone surrogate (which encodeURIComponent refuses) becomes the
+ * bytes a careless encoder would send for it (ED A0 80 for U+D800): invalid UTF-8 on the wire.
+ */
+function pathSegment(v: string): string {
+  let out = '';
+  for (const ch of v) {
+    const cu = ch.charCodeAt(0);
+    if (ch.length === 1 && cu >= 0xd800 && cu <= 0xdfff) {
+      out += [0xe0 | (cu >> 12), 0x80 | ((cu >> 6) & 0x3f), 0x80 | (cu & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
+    } else out += encodeURIComponent(ch);
+  }
+  return out;
+}
+
 /** Field names of a route's body schema, if it is an object schema. */
 function bodyKeys(route: AnyRoute): string[] {
   const s = route.body as unknown;
@@ -102,7 +117,7 @@ t.test('fuzzing every route', async (t) => {
   const paramValue = (name: string) =>
     fc.oneof(
       { weight: 4, arbitrary: fc.constantFrom(...(fixture[name] ?? ['x'])) },
-      { weight: 1, arbitrary: unicodeEdge.map((v) => encodeURIComponent(v) || 'x') },
+      { weight: 1, arbitrary: unicodeEdge.map((v) => pathSegment(v) || 'x') },
     );
 
   const failures: string[] = [];
@@ -113,6 +128,7 @@ t.test('fuzzing every route', async (t) => {
     // Logging out or revoking sessions would end the fuzzing sessions; they are fuzzed with a throwaway user.
     const destructive = /\/auth\/session\/(logout|all|:session_id)$/.test(route.path) && route.method !== 'GET';
     const caller = destructive ? await signup(s) : fc.sample(fc.constantFrom(owner, member), 1)[0]!;
+    const recorded = failures.length;
     await fc.assert(
       fc.asyncProperty(
         fc.tuple(...names.map(paramValue)),
@@ -171,7 +187,10 @@ t.test('fuzzing every route', async (t) => {
         },
       ),
       { numRuns: RUNS, endOnFailure: true },
-    ).catch(() => {});
+    ).catch((err: Error) => {
+      // A property that returned false has recorded why; anything else (the test itself threw) is a failure too.
+      if (failures.length === recorded) failures.push(`${route.method} ${route.path}: fuzzing stopped: ${err.message.slice(0, 300)}`);
+    });
   }
   t.same(failures.slice(0, 20), [], `${API_ROUTES.length} routes × ${RUNS} runs: no 5xx, JSON errors, no change on rejection`);
   t.comment(`statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
