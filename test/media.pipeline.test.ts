@@ -1,11 +1,11 @@
 // The media pipeline and the tag policy table, without Redis: every image is made by sharp (or by hand, byte by
 // byte, for formats sharp cannot write) at test time.
 import t from 'tap';
-import { crc32, deflateSync } from 'node:zlib';
+import { deflateSync } from 'node:zlib';
 import sharp from 'sharp';
 import { ERROR_STATUS } from '../src/errors.ts';
 import { MediaRejection, processUpload, sniff, type ProcessedFile } from '../workers/media/pipeline.ts';
-import { bmp24 } from './helpers/media.ts';
+import { blackPng, bmp24, PNG_SIGNATURE, pngChunk, pngHeader } from './helpers/media.ts';
 import { IMAGE_LIMITS, isTag, POLICIES, TAGS, type TagPolicy } from '../workers/media/policy.ts';
 
 const IMAGE_ONLY = TAGS.filter((tag) => tag !== 'attachments');
@@ -23,33 +23,6 @@ async function rejection(p: Promise<unknown>): Promise<MediaRejection> {
 
 function image(width: number, height: number, colour = { r: 200, g: 30, b: 30 }) {
   return sharp({ create: { width, height, channels: 3, background: colour } });
-}
-
-/** A PNG chunk: length, type, data, CRC. */
-function chunk(type: string, data: Buffer = Buffer.alloc(0)): Buffer {
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(data.length);
-  head.write(type, 4, 'latin1');
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])));
-  return Buffer.concat([head, data, crc]);
-}
-
-const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
-
-function ihdr(width: number, height: number, bitDepth: number, colourType: number): Buffer {
-  const d = Buffer.alloc(13);
-  d.writeUInt32BE(width, 0);
-  d.writeUInt32BE(height, 4);
-  d[8] = bitDepth;
-  d[9] = colourType;
-  return chunk('IHDR', d);
-}
-
-/** A valid single-colour 1-bit greyscale PNG: all-zero rows deflate to almost nothing, whatever the size. */
-function blackPng(width: number, height: number): Buffer {
-  const raw = Buffer.alloc((1 + Math.ceil(width / 8)) * height);
-  return Buffer.concat([PNG_SIGNATURE, ihdr(width, height, 1, 0), chunk('IDAT', deflateSync(raw, { level: 9 })), chunk('IEND')]);
 }
 
 /** Inserts chunks right after IHDR. */
@@ -149,7 +122,7 @@ t.test('a JPEG with GPS EXIF and orientation 6 comes back upright and without an
 
 t.test('PNG round trip drops EXIF and text chunks', async (t) => {
   const png = await image(64, 48).png().withExif({ IFD0: { Make: 'PNGEXIFMARK' } }).toBuffer();
-  const input = withChunks(png, chunk('tEXt', Buffer.from('Comment\0PNGTEXTMARK', 'latin1')));
+  const input = withChunks(png, pngChunk('tEXt', Buffer.from('Comment\0PNGTEXTMARK', 'latin1')));
   t.ok(input.includes('PNGEXIFMARK') && input.includes('PNGTEXTMARK'), 'input carries EXIF and text');
   t.ok((await sharp(input).metadata()).exif, 'sharp still reads the input');
   const out = await processUpload(input, 'a.png', POLICIES.banners);
@@ -257,7 +230,7 @@ t.test('APNG keeps its frames and loses its metadata chunks', async (t) => {
     d.writeUInt32BE(1, 8);
     d.writeUInt16BE(1, 20);
     d.writeUInt16BE(10, 22);
-    return chunk('fcTL', d);
+    return pngChunk('fcTL', d);
   };
   const actl = Buffer.alloc(8);
   actl.writeUInt32BE(2, 0);
@@ -266,14 +239,14 @@ t.test('APNG keeps its frames and loses its metadata chunks', async (t) => {
   seq2.writeUInt32BE(2);
   const input = Buffer.concat([
     PNG_SIGNATURE,
-    ihdr(1, 1, 8, 2),
-    chunk('acTL', actl),
-    chunk('tEXt', Buffer.from('Comment\0APNGMARK', 'latin1')),
+    pngHeader(1, 1, 8, 2),
+    pngChunk('acTL', actl),
+    pngChunk('tEXt', Buffer.from('Comment\0APNGMARK', 'latin1')),
     fctl(0),
-    chunk('IDAT', frame(255)),
+    pngChunk('IDAT', frame(255)),
     fctl(1),
-    chunk('fdAT', Buffer.concat([seq2, frame(7)])),
-    chunk('IEND'),
+    pngChunk('fdAT', Buffer.concat([seq2, frame(7)])),
+    pngChunk('IEND'),
   ]);
   t.equal(await sniff(input), 'image/apng');
   const out = await processUpload(input, 'a.png', POLICIES.emojis);

@@ -1,4 +1,5 @@
 /** Helpers for media tests: real multipart uploads with fetch + FormData, images made by sharp, using a file. */
+import { crc32, deflateSync } from 'node:zlib';
 import sharp from 'sharp';
 import { claimFile, type FileUsedFor } from '../../src/files.ts';
 import type { FileObject } from '../../src/domain/shared.ts';
@@ -60,6 +61,35 @@ export function bmp24(width: number, height: number, bgr: (x: number, y: number)
   b.writeUInt16LE(24, 28);
   for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) b.set(bgr(x, y), 54 + (height - 1 - y) * stride + x * 3);
   return b;
+}
+
+/** A PNG chunk: length, type, data, CRC. */
+export function pngChunk(type: string, data: Buffer = Buffer.alloc(0)): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(data.length);
+  head.write(type, 4, 'latin1');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])));
+  return Buffer.concat([head, data, crc]);
+}
+
+/** The PNG signature. */
+export const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
+
+/** A PNG's IHDR chunk. */
+export function pngHeader(width: number, height: number, bitDepth: number, colourType: number): Buffer {
+  const d = Buffer.alloc(13);
+  d.writeUInt32BE(width, 0);
+  d.writeUInt32BE(height, 4);
+  d[8] = bitDepth;
+  d[9] = colourType;
+  return pngChunk('IHDR', d);
+}
+
+/** A valid black 1-bit greyscale PNG of any size: all-zero rows deflate to almost nothing (a decompression bomb when large). */
+export function blackPng(width: number, height: number): Buffer {
+  const raw = Buffer.alloc((1 + Math.ceil(width / 8)) * height);
+  return Buffer.concat([PNG_SIGNATURE, pngHeader(width, height, 1, 0), pngChunk('IDAT', deflateSync(raw, { level: 9 })), pngChunk('IEND')]);
 }
 
 /** The bytes with filler appended up to exactly `size` (a JPEG still sniffs and decodes: data after EOI is ignored). */
