@@ -170,10 +170,28 @@ export class Projector {
   }
 
   private async startPartition(i: number): Promise<void> {
-    const redis = new Redis(this.o.redisUrl, { maxRetriesPerRequest: null });
+    // The partition's connection never outlives its socket: a MULTI/EXEC resent after a reconnect (or sent
+    // from the offline queue) to a Redis that restarted empty would run without its WATCH and write a
+    // checkpoint over missing read models — the projector would then call an empty Redis caught up. So no
+    // reconnection and no queueing: once the socket is gone every command fails, the runner stops, and the
+    // next check starts the partition over on a new connection.
+    const redis = new Redis(this.o.redisUrl, {
+      maxRetriesPerRequest: null,
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
+      retryStrategy: () => null,
+      lazyConnect: true,
+    });
     redis.on('error', () => {});
     const gen = this.generation;
-    const cp = await redis.get(generationPrefix(this.o.prefix, gen) + genKeys.checkpoint(this.o.partitions, i));
+    let cp: string | null;
+    try {
+      await redis.connect();
+      cp = await redis.get(generationPrefix(this.o.prefix, gen) + genKeys.checkpoint(this.o.partitions, i));
+    } catch (err) {
+      redis.disconnect();
+      throw err;
+    }
     const head = await this.o.store.headPosition();
     const runner = new PartitionRunner({
       store: this.o.store,
