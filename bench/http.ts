@@ -168,21 +168,7 @@ export async function measure(o: MeasureOptions): Promise<Measured> {
   };
 }
 
-/** Deletes every key under a Redis prefix (UNLINK in batches). */
-export async function dropPrefix(redisUrl: string, prefix: string): Promise<void> {
-  const { Redis } = await import('ioredis');
-  const r = new Redis(redisUrl);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
-      cursor = next;
-      if (keys.length) await r.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    r.disconnect();
-  }
-}
+
 
 /** Throws when a measurement saw failures (a figure of errors is no figure). */
 export function assertClean(what: string, m: Measured): Measured {

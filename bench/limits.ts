@@ -11,8 +11,9 @@ import { randomBytes } from 'node:crypto';
 import { IdempotencyStore } from '../src/idempotency/store.ts';
 import { RateLimiter } from '../src/ratelimit/limiter.ts';
 import { median, repeat, type Bench } from './lib.ts';
-import { assertClean, dropPrefix, measure, setupServer, signupUser, startServer, type BenchUser } from './http.ts';
+import { assertClean, measure, setupServer, signupUser, startServer, type BenchUser } from './http.ts';
 import { SEND_BODY } from './send.ts';
+import { deletePrefix } from '../test/helpers/service.ts';
 
 /** Nanoseconds per request of limiter.hit + idempotency.reserve, over `pairs` callers × channels. */
 function inProcessCost(pairs: number): { withBoth: number; without: number } {
@@ -105,7 +106,7 @@ const bench: Bench = {
       ];
     } finally {
       await svc.stop();
-      await dropPrefix(ctx.redisUrl, prefix);
+      await deletePrefix(ctx.redisUrl, prefix);
     }
   },
 };

@@ -14,8 +14,8 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
 import { median, repeat, type Bench } from './lib.ts';
-import { dropPrefix } from './http.ts';
 import { rebuiltHistory, runRebuild } from './seeded.ts';
+import { deletePrefix } from '../test/helpers/service.ts';
 
 /** Events per page: the rebuild's subscription batch (projections/rebuild.ts). */
 const PAGE = 2000;
@@ -63,7 +63,7 @@ async function rawReplay(dataDir: string, redisUrl: string): Promise<number> {
   } finally {
     redis.disconnect();
     await store.close();
-    await dropPrefix(redisUrl, prefix);
+    await deletePrefix(redisUrl, prefix);
   }
 }
 
@@ -82,7 +82,7 @@ const bench: Bench = {
         if (real.events !== h.smallEvents) throw new Error(`the rebuild replayed ${real.events} events of ${h.smallEvents}`);
         return { real: real.rate, raw: await rawReplay(h.smallDataDir, ctx.redisUrl), read: await readOnly(h.smallDataDir) };
       } finally {
-        await dropPrefix(ctx.redisUrl, prefix);
+        await deletePrefix(ctx.redisUrl, prefix);
       }
     });
     const n = (x: number) => Math.round(x).toLocaleString('en-US');

@@ -13,7 +13,8 @@ import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
 import { newId } from '../src/ids.ts';
 import type { NewEvent, StreamWrite } from '../src/eventstore/port.ts';
 import type { BenchContext } from './lib.ts';
-import { dropPrefix, setupServer, signupUser, startServer, type BenchUser } from './http.ts';
+import { setupServer, signupUser, startServer, type BenchUser } from './http.ts';
+import { deletePrefix } from '../test/helpers/service.ts';
 
 /** Channel sizes seeded, in the order they are appended. */
 export const CHANNEL_SIZES = [
@@ -99,7 +100,7 @@ async function makeSeeded(ctx: BenchContext): Promise<SeededHistory> {
     made = await setupServer(svc.urls.apiUrl!, owner, CHANNEL_SIZES.length, []);
   } finally {
     await svc.stop();
-    await dropPrefix(ctx.redisUrl, setupPrefix);
+    await deletePrefix(ctx.redisUrl, setupPrefix);
   }
 
   // 2. The messages straight into the event store; the log is copied after the channel of 100k.
@@ -128,7 +129,7 @@ async function makeSeeded(ctx: BenchContext): Promise<SeededHistory> {
 async function makeRebuilt(ctx: BenchContext): Promise<RebuiltHistory> {
   const seeded = await seededHistory(ctx);
   const prefix = `bench:history:${randomBytes(4).toString('hex')}:`;
-  ctx.atEnd(() => dropPrefix(ctx.redisUrl, prefix));
+  ctx.atEnd(() => deletePrefix(ctx.redisUrl, prefix));
   const rebuild = await runRebuild(seeded.dataDir, ctx.redisUrl, prefix);
   ctx.log(`npm run rebuild: ${rebuild.events.toLocaleString('en-US')} events in ${rebuild.seconds} s, ${rebuild.rate.toLocaleString('en-US')} events/s (read models of history and memory)`);
   if (rebuild.events !== seeded.events) throw new Error(`the rebuild replayed ${rebuild.events} events of ${seeded.events}`);

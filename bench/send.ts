@@ -8,7 +8,8 @@
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { median, percentile, repeat, type Bench } from './lib.ts';
-import { assertClean, dropPrefix, measure, setupServer, signupUser, startServer, type BenchUser } from './http.ts';
+import { assertClean, measure, setupServer, signupUser, startServer, type BenchUser } from './http.ts';
+import { deletePrefix } from '../test/helpers/service.ts';
 
 /** A message of a typical length. */
 export const SEND_BODY = JSON.stringify({ content: 'Hello from the benchmark: a chat message of a fairly typical length, with a link https://example.com.' });
@@ -67,7 +68,7 @@ const bench: Bench = {
       ];
     } finally {
       await Promise.all([svc.stop(), bare.stop()]);
-      await dropPrefix(ctx.redisUrl, prefix);
+      await deletePrefix(ctx.redisUrl, prefix);
     }
   },
 };

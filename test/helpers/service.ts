@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
+import { deleteKeys } from '../../projections/rebuild.ts';
 import { startService, type Service, type ServiceOptions } from '../../src/service.ts';
 
 /** The Redis the tests use (`npm test` sets it; a developer's own Redis otherwise). */
@@ -39,16 +40,11 @@ export function uniquePrefix(): string {
   return `test:${randomBytes(6).toString('hex')}:`;
 }
 
-/** Deletes every key under a prefix. */
+/** Deletes every key under a prefix (on a connection of its own). */
 export async function deletePrefix(redisUrl: string, prefix: string): Promise<void> {
   const r = new Redis(redisUrl);
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await r.unlink(...keys);
-    } while (cursor !== '0');
+    await deleteKeys(r, prefix);
   } finally {
     r.disconnect();
   }
