@@ -9,6 +9,8 @@ import { emojisProjection } from './emojis.ts';
 import { filesProjection } from './files.ts';
 import { messagesProjection } from './messages.ts';
 import { serversProjection } from './servers.ts';
+import { unreadsProjection } from './unreads.ts';
+import { settingsProjection } from './settings.ts';
 import type { Projection } from './types.ts';
 
 export const PROJECTIONS: readonly Projection[] = [
@@ -19,4 +21,6 @@ export const PROJECTIONS: readonly Projection[] = [
   filesProjection,
   emojisProjection,
   messagesProjection,
+  unreadsProjection,
+  settingsProjection,
 ];

@@ -219,6 +219,10 @@ export class BatchTx implements ProjectionTx {
     this.ops.push(['zrem', this.k(key), ...members]);
   }
 
+  eval(script: string, keys: string[], args: string[]): void {
+    this.ops.push(['eval', script, keys.length, ...keys.map((k) => this.k(k)), ...args]);
+  }
+
   emit(route: ClientEventRoute, payload: Record<string, unknown>): void {
     if (!this.rebuilding) this.emitted.push({ route, payload });
   }

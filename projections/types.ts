@@ -57,6 +57,13 @@ export interface ProjectionTx {
    * `INTERNAL_EVENT_TYPES`; anything else is dropped by the gateway.
    */
   emit(route: ClientEventRoute, payload: Record<string, unknown>): void;
+  /**
+   * Runs a Lua script at commit time, inside the batch's MULTI (keys are logical; the runner prefixes them).
+   * For read models written by more than one partition: the script reads and writes atomically against what
+   * Redis holds then, so the outcome does not depend on which partition commits first. Its writes are not
+   * visible to this batch's reads or the partition cache: never read such keys through the tx.
+   */
+  eval(script: string, keys: string[], args: string[]): void;
   /** The partition and generation this batch belongs to (diagnostics). */
   readonly partition: number;
   /** True while rebuilding from zero (emits are dropped). */

@@ -45,3 +45,8 @@ export function newInviteCode(): string {
   for (let i = 0; i < 8; i++) code += INVITE_ALPHABET[randomInt(INVITE_ALPHABET.length)];
   return code;
 }
+
+/** True for a ULID in its canonical form (upper-case Crockford base32, first character 0–7): ids compared as strings. */
+export function isCanonicalUlid(s: string): boolean {
+  return /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/.test(s);
+}

@@ -24,6 +24,7 @@ import { controlKeys, rm } from '../readmodel/keys.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
 import { Hub } from './hub.ts';
 import { ClientFrame, CLIENT_FRAME_TYPES, errorFrame, readyFields, type GatewayError, type ReadyField } from './protocol.ts';
+import { readySettingsKeys } from './protocol.ts';
 import { buildReady } from './ready.ts';
 import { PresenceTracker } from './presence.ts';
 import { GatewaySocket, type DropReason } from './socket.ts';
@@ -151,7 +152,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       if (!session) return fail(s, { type: 'InvalidSession' });
       s.userId = session.userId;
       s.sessionId = session.sessionId;
-      const ready = await buildReady({ readModels: o.readModels, now: o.now }, session.userId, fields);
+      const ready = await buildReady({ readModels: o.readModels, now: o.now }, session.userId, fields, s.settingsKeys);
       if (s.isClosed()) return;
       if (!ready) return fail(s, { type: 'OnboardingNotFinished' });
       s.send({ type: 'Authenticated' });
@@ -225,6 +226,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     hub.add(s);
     const params = new URL(req.url ?? '/', 'http://gateway').searchParams;
     s.fields = readyFields(params);
+    s.settingsKeys = readySettingsKeys(params);
     ws.on('pong', () => (s.awaitingPong = false));
     ws.on('message', (data: RawData, isBinary: boolean) => {
       s.awaitingPong = false;

@@ -115,3 +115,19 @@ export function readyFields(params: URLSearchParams): ReadonlySet<ReadyField> {
   if (asked.length === 0) return DEFAULT_READY_FIELDS;
   return new Set(READY_FIELDS.filter((f) => asked.includes(f)));
 }
+
+/** Most settings keys one Ready carries (the per-user key limit of settings sync). */
+export const READY_SETTINGS_KEYS_MAX = 64;
+
+/**
+ * The settings keys asked for with `?ready=user_settings[key]` (bonfire's `ReadyPayloadFields.user_settings`):
+ * Ready then carries `user_settings {key: [timestamp, value]}` for those of them the user has stored.
+ */
+export function readySettingsKeys(params: URLSearchParams): string[] {
+  const keys: string[] = [];
+  for (const v of params.getAll('ready')) {
+    const key = /^user_settings\[(\S{1,100})\]$/u.exec(v)?.[1];
+    if (key !== undefined && !keys.includes(key)) keys.push(key);
+  }
+  return keys.slice(0, READY_SETTINGS_KEYS_MAX);
+}

@@ -1,7 +1,8 @@
 /**
  * The Ready payload (bonfire's `generate_ready_payload`, reference §9): the user itself (relationship
  * "User", online), the servers it is a member of, the channels of those servers it may view, its own member
- * objects, the emoji of those servers, voice states and policy changes. Read fresh from the read models.
+ * objects, the emoji of those servers, voice states and policy changes; on request the read state
+ * (`channel_unreads`) and synced settings (`user_settings`). Read fresh from the read models.
  */
 import { visibleChannels, type AccessDeps } from '../access.ts';
 import type { UserProfile } from '../domain/account/state.ts';
@@ -9,6 +10,7 @@ import type { MemberObject, ServerChannelObject } from '../domain/models.ts';
 import { presentServer, type ServerState } from '../domain/server/state.ts';
 import { rm } from '../readmodel/keys.ts';
 import type { ReadyField } from './protocol.ts';
+import { fetchSettings, fetchUnreads } from '../readmodel/unreads.ts';
 
 /** What Ready tells a socket, and the subscriptions that follow from it. */
 export interface ReadyResult {
@@ -25,7 +27,12 @@ async function serverEmojis(deps: AccessDeps, serverIds: string[]): Promise<unkn
 }
 
 /** Builds Ready for `userId` with the selected fields; null when the user does not exist (not onboarded). */
-export async function buildReady(deps: AccessDeps, userId: string, fields: ReadonlySet<ReadyField>): Promise<ReadyResult | null> {
+export async function buildReady(
+  deps: AccessDeps,
+  userId: string,
+  fields: ReadonlySet<ReadyField>,
+  settingsKeys: readonly string[] = [],
+): Promise<ReadyResult | null> {
   const profile = await deps.readModels.getJson<UserProfile>(rm.user(userId));
   if (!profile) return null;
   const serverIds = (await deps.readModels.smembers(rm.userServers(userId))).sort();
@@ -57,6 +64,7 @@ export async function buildReady(deps: AccessDeps, userId: string, fields: Reado
   if (fields.has('emojis')) frame.emojis = await serverEmojis(deps, servers.map((s) => s._id));
   if (fields.has('voice_states')) frame.voice_states = [];
   if (fields.has('policy_changes')) frame.policy_changes = [];
-  if (fields.has('channel_unreads')) frame.channel_unreads = [];
+  if (settingsKeys.length > 0) frame.user_settings = Object.fromEntries(await fetchSettings(deps.readModels, userId, settingsKeys));
+  if (fields.has('channel_unreads')) frame.channel_unreads = await fetchUnreads(deps.readModels, userId);
   return { frame, visible };
 }

@@ -37,6 +37,8 @@ export class GatewaySocket {
   present = false;
   /** The Ready fields the client asked for (`?ready=`). */
   fields: ReadonlySet<ReadyField> = DEFAULT_READY_FIELDS;
+  /** The settings keys the client asked Ready for (`?ready=user_settings[key]`). */
+  settingsKeys: readonly string[] = [];
   /** Servers this socket is subscribed to → the channel ids it was told it can see. */
   readonly servers = new Map<string, Set<string>>();
   /** Events that arrived while Ready was being built. */

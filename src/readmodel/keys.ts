@@ -107,4 +107,25 @@ export const rm = {
   emoji: (emojiId: string) => `emoji:${emojiId}`,
   /** Hash emoji id → Emoji JSON of a server's custom emoji (projection `emojis`). */
   serverEmojis: (serverId: string) => `server:${serverId}:emojis`,
+
+  /**
+   * Hash channel id → the id (JSON string) of the message the user last acknowledged there, in the order the
+   * acks were made (Stoat's `last_id`; may move back: "mark as unread") (projection `unreads`, user partition).
+   */
+  unreadLast: (userId: string) => `unreads:${userId}:last`,
+  /** Hash channel id → the highest message id (JSON string) the user ever acknowledged there (projection `unreads`). */
+  unreadAcked: (userId: string) => `unreads:${userId}:acked`,
+  /**
+   * Sorted set (scores 0) of the ids of the messages that mention the user in a channel and are above its
+   * highest ack (projection `unreads`: added by the message's partition, pruned by the user's acks, both
+   * through one Lua script each, so the order between them does not matter).
+   */
+  unreadMentions: (userId: string, channelId: string) => `unreads:${userId}:mentions:${channelId}`,
+  /** Set of the channel ids whose `unreadMentions` is non-empty (projection `unreads`). */
+  unreadMentioned: (userId: string) => `unreads:${userId}:mentioned`,
+
+  /** Hash key → `[timestamp, value]` JSON of a user's synced settings (projection `settings`). */
+  userSettings: (userId: string) => `settings:${userId}`,
+  /** Revision (JSON number) of `settings-<userId>`, the expected revision of the next write (projection `settings`). */
+  userSettingsRevision: (userId: string) => `settings:${userId}:revision`,
 };

@@ -91,7 +91,16 @@ export type MessageObject = z.infer<typeof MessageObject>;
 
 export const messageEvents = {
   /** A message was posted (by a user, or a system message such as `message_pinned`). */
-  MessageSent: z.object({ message: MessageObject }),
+  MessageSent: z.object({
+    message: MessageObject,
+    /**
+     * Every user whose unread state records this message as a mention, decided at send time among those who
+     * could view the channel: `<@id>`, replies with `mention`, holders of a mentioned role, and everyone
+     * (`@everyone`) or everyone online (`@online`). Present only when it differs from `message.mentions`
+     * (mass mentions, or none at all for a message with SuppressNotifications); absent = `message.mentions`.
+     */
+    mentionedUsers: z.array(z.string()).optional(),
+  }),
   /** The author edited the message: the fields in `data` replace the old ones; `edited` is the ISO time. */
   MessageEdited: z.object({
     channel: z.string(),

@@ -86,6 +86,50 @@ export interface SendFacts {
   files: Readonly<Record<string, FileObject>>;
   /** Custom emoji ids of the server (for `interactions.reactions`). */
   emojis: ReadonlySet<string>;
+  /**
+   * The members who can view the channel, with their roles and whether they are online: loaded only for a
+   * message with role mentions, `@everyone` or `@online` (whom those mention). Absent otherwise.
+   */
+  audience?: ReadonlyArray<AudienceMember> | undefined;
+}
+
+/** A member who can view the channel, as mass mentions see it. */
+export interface AudienceMember {
+  userId: string;
+  roles: readonly string[];
+  online: boolean;
+}
+
+/** Message flag: send no notifications (Stoat records no mentions for such a message). */
+export const FLAG_SUPPRESS_NOTIFICATIONS = 2;
+
+/**
+ * The users whose unread state records the message as a mention: the explicit ones (content and replies,
+ * already limited to those who can view the channel), then, from the audience, holders of a mentioned role
+ * and everyone (`@everyone`) or everyone online (`@online`) but the author. None with SuppressNotifications.
+ */
+export function mentionedUsersOf(
+  explicit: readonly string[],
+  mass: { roles: readonly string[]; everyone: boolean; online: boolean },
+  authorId: string,
+  flags: number,
+  audience: ReadonlyArray<AudienceMember> = [],
+): string[] {
+  if ((flags & FLAG_SUPPRESS_NOTIFICATIONS) !== 0) return [];
+  const out = new Set(explicit);
+  if (mass.everyone || mass.online || mass.roles.length > 0) {
+    const roles = new Set(mass.roles);
+    for (const m of audience) {
+      if (m.userId === authorId) continue;
+      if (mass.everyone || (mass.online && m.online) || m.roles.some((r) => roles.has(r))) out.add(m.userId);
+    }
+  }
+  return [...out];
+}
+
+/** Whether a send needs the audience loaded: it mentions roles of the server, `@everyone` or `@online`. */
+export function needsAudience(parsed: { roles: readonly string[]; everyone: boolean; online: boolean }, serverRoles: ReadonlySet<string>): boolean {
+  return parsed.everyone || parsed.online || parsed.roles.some((id) => serverRoles.has(id));
 }
 
 /** Code points that count against the body ceiling: content plus every embed's title and description. */
@@ -180,7 +224,9 @@ export function decideSendMessage(cmd: SendMessage, facts: SendFacts): DomainEve
   if (cmd.masquerade !== undefined && Object.keys(cmd.masquerade).length > 0) message.masquerade = cmd.masquerade;
   const flags = (cmd.flags ?? 0) | (parsed.everyone ? FLAG_MENTIONS_EVERYONE : 0) | (parsed.online ? FLAG_MENTIONS_ONLINE : 0);
   if (flags !== 0) message.flags = flags;
-  return [{ type: 'MessageSent', data: { message } }];
+  const mentionedUsers = mentionedUsersOf(mentions, { roles: roleMentions, everyone: parsed.everyone, online: parsed.online }, cmd.authorId, flags, facts.audience);
+  const sameAsMessage = mentionedUsers.length === mentions.length && mentionedUsers.every((id, i) => id === mentions[i]);
+  return [{ type: 'MessageSent', data: sameAsMessage ? { message } : { message, mentionedUsers } }];
 }
 
 /** A sendable embed as stored: a Text embed with its media File. */

@@ -6,5 +6,6 @@ import defaultPermissionsSet from './defaultPermissionsSet.ts';
 import inviteCreate from './inviteCreate.ts';
 import joinCall from './joinCall.ts';
 import rolePermissionsSet from './rolePermissionsSet.ts';
+import channelAck from './channelAck.ts';
 
-export default [channelFetch, channelEdit, channelDelete, defaultPermissionsSet, rolePermissionsSet, inviteCreate, joinCall];
+export default [channelFetch, channelEdit, channelDelete, defaultPermissionsSet, rolePermissionsSet, inviteCreate, joinCall, channelAck];

@@ -20,6 +20,7 @@ import { presentUser } from '../users/present.ts';
 import { claimAttachments, fileLocks, referenceAvatar } from './files.ts';
 import { currentMessage } from './present.ts';
 import { embedOf, SendBody } from './schemas.ts';
+import { loadAudience } from './audience.ts';
 
 /** The `Idempotency-Key` header (undefined when absent; empty or over 64 characters → 400 FailedValidation). */
 function headerKey(rc: RouteContext<SendBody, undefined>): string | undefined {
@@ -44,7 +45,8 @@ async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Pr
     replyIds.forEach((id, i) => (replies[id] = targets[i] ? { author: targets[i]!.author } : null));
 
     // Mentions count only for members who can see the channel: the content's and the replied authors'.
-    const candidates = new Set(cmd.content ? parseMentions(cmd.content).users : []);
+    const parsed = cmd.content ? parseMentions(cmd.content) : undefined;
+    const candidates = new Set(parsed?.users ?? []);
     for (const r of cmd.replies) if (r.mention && replies[r.id]) candidates.add(replies[r.id]!.author);
     const ids = [...candidates];
     const members = await deps.readModels.hmgetJson<MemberObject>(rm.serverMembers(access.server._id), ids);
@@ -62,6 +64,7 @@ async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Pr
       canView,
       files: claimed.files,
       emojis: new Set(access.server.emojis ?? []),
+      audience: await loadAudience(deps, access, parsed),
     });
     const message = { stream: messageStream(cmd.messageId), scope: access.server._id, expected: 'no_stream' as const, events };
     return { writes: [message, ...claimed.writes, ...avatarWrites], result: access.server._id };

@@ -20,6 +20,7 @@ import serverCreate from './serverCreate.ts';
 import serverDelete from './serverDelete.ts';
 import serverEdit from './serverEdit.ts';
 import serverFetch from './serverFetch.ts';
+import serverAck from './serverAck.ts';
 
 export default [
   serverCreate,
@@ -43,4 +44,5 @@ export default [
   banList,
   inviteList,
   auditLogs,
+  serverAck,
 ];
