@@ -75,6 +75,11 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['PUT', '/custom/emoji/:emoji_id', 'servers', 'parent'],
   ['GET', '/custom/emoji/:emoji_id', 'catch-all', 'route'],
   ['DELETE', '/custom/emoji/:emoji_id', 'catch-all', 'route'],
+  ['PUT', '/channels/:channel_id/ack/:message_id', 'channels', 'channel_id'],
+  ['PUT', '/servers/:server_id/ack', 'servers', 'server_id'],
+  ['GET', '/sync/unreads', 'catch-all', 'route'],
+  ['POST', '/sync/settings/fetch', 'catch-all', 'route'],
+  ['POST', '/sync/settings/set', 'catch-all', 'route'],
 ];
 
 t.test('every registered route falls in its bucket, keyed as the table says', async (t) => {

@@ -328,6 +328,18 @@ const RECIPES: Record<string, Variant[]> = {
     { bit: 'Connect', what: 'join a voice channel', ok: 200, voice: true, request: async (x, a) => () => a.api.post(`/channels/${x.channel}/join_call`, {}) },
   ],
 
+  'PUT /channels/:channel_id/ack/:message_id': [
+    {
+      bit: 'ViewChannel',
+      what: 'ack a message',
+      ok: 204,
+      request: async (x, a) => {
+        const m = await x.message();
+        return () => a.api.put(`/channels/${x.channel}/ack/${m}`);
+      },
+    },
+  ],
+
   // ---- messages --------------------------------------------------------------------------------------------
   'POST /channels/:channel_id/messages': [
     { bit: 'ViewChannel', what: 'send to a hidden channel', ok: 200, needs: ['SendMessage'], request: async (x, a) => () => a.api.post(M(x.channel), { content: 'hi' }) },

@@ -202,3 +202,25 @@ t.test('fuzzing every route', async (t) => {
   t.ok([...statuses.keys()].some((k) => k >= 200 && k < 300), 'some requests succeeded');
   t.ok((types.get('InvalidSession') ?? 0) > 0 && (types.get('NotFound') ?? 0) > 0, 'bad sessions and unknown ids were exercised');
 });
+
+t.test('fuzzing the settings timestamp query and bodies', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const user = await signup(s);
+  const timestamp = fc.oneof(
+    unicodeEdge,
+    fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String),
+    fc.constantFrom('', '-', '1e3', '0x10', '+5', '9007199254740993', '-9223372036854775808', '1.5', ' 1'),
+  );
+  const failures: string[] = [];
+  await fc.assert(
+    fc.asyncProperty(timestamp, fc.dictionary(fc.string({ maxLength: 8 }), fc.oneof(fc.string({ maxLength: 20 }), json), { maxKeys: 3 }), async (ts, body) => {
+      const headBefore = await s.store.headPosition();
+      const res = await request(s.apiUrl, 'POST', `/sync/settings/set?timestamp=${encodeURIComponent(ts)}`, { token: user.token, body, skipOpenApi: true });
+      if (res.status >= 500 || (res.status >= 400 && typeof res.body?.type !== 'string')) failures.push(`${ts} ${JSON.stringify(body).slice(0, 80)} → ${res.status} ${res.text.slice(0, 120)}`);
+      if (res.status >= 400 && (await s.store.headPosition()) !== headBefore) failures.push(`rejected but appended: ${ts}`);
+      return res.status < 500;
+    }),
+    { numRuns: RUNS * 4 },
+  ).catch(() => {});
+  t.same(failures.slice(0, 10), [], 'no 5xx, JSON errors, no change on rejection');
+});
