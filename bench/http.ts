@@ -121,7 +121,7 @@ export interface Measured {
 /** Options of one measurement. */
 export interface MeasureOptions {
   url: string;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT';
   /** Called for each request: the path, headers and body to send. */
   next(): { path: string; headers?: Record<string, string>; body?: string };
   connections?: number;
