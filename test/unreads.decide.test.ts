@@ -61,7 +61,9 @@ t.test('MessageSent carries mentionedUsers only when it differs from message.men
   const role = decideSendMessage(cmd(`<%${ROLE}>`), facts({ audience }))[0]!;
   t.same((role.data as { mentionedUsers?: string[] }).mentionedUsers, [B]);
   const quiet = decideSendMessage(cmd(`<@${B}>`, 2), facts())[0]!;
-  t.same((quiet.data as { mentionedUsers?: string[] }).mentionedUsers, [], 'SuppressNotifications: recorded as nobody, message.mentions kept for display');
+  t.notOk('mentionedUsers' in quiet.data, 'SuppressNotifications: no field (the flag tells the projection to record nobody)');
+  const quietEveryone = decideSendMessage(cmd('@everyone', 2), facts({ audience }))[0]!;
+  t.notOk('mentionedUsers' in quietEveryone.data, 'not even for a mass mention');
   t.same((quiet.data as { message: { mentions?: string[] } }).message.mentions, [B]);
 });
 

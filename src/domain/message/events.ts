@@ -96,8 +96,8 @@ export const messageEvents = {
     /**
      * Every user whose unread state records this message as a mention, decided at send time among those who
      * could view the channel: `<@id>`, replies with `mention`, holders of a mentioned role, and everyone
-     * (`@everyone`) or everyone online (`@online`). Present only when it differs from `message.mentions`
-     * (mass mentions, or none at all for a message with SuppressNotifications); absent = `message.mentions`.
+     * (`@everyone`) or everyone online (`@online`). Present only when it differs from `message.mentions` (a
+     * mass mention); absent = `message.mentions`. A message flagged SuppressNotifications (2) records nobody.
      */
     mentionedUsers: z.array(z.string()).optional(),
   }),

@@ -225,8 +225,10 @@ export function decideSendMessage(cmd: SendMessage, facts: SendFacts): DomainEve
   const flags = (cmd.flags ?? 0) | (parsed.everyone ? FLAG_MENTIONS_EVERYONE : 0) | (parsed.online ? FLAG_MENTIONS_ONLINE : 0);
   if (flags !== 0) message.flags = flags;
   const mentionedUsers = mentionedUsersOf(mentions, { roles: roleMentions, everyone: parsed.everyone, online: parsed.online }, cmd.authorId, flags, facts.audience);
+  // A suppressed message says so by its flag (the projection records nothing for it): no field needed.
+  const suppressed = (flags & FLAG_SUPPRESS_NOTIFICATIONS) !== 0;
   const sameAsMessage = mentionedUsers.length === mentions.length && mentionedUsers.every((id, i) => id === mentions[i]);
-  return [{ type: 'MessageSent', data: sameAsMessage ? { message } : { message, mentionedUsers } }];
+  return [{ type: 'MessageSent', data: suppressed || sameAsMessage ? { message } : { message, mentionedUsers } }];
 }
 
 /** A sendable embed as stored: a Text embed with its media File. */
