@@ -210,6 +210,32 @@ t.test('unreads and acks', async (t) => {
     t.ok(Array.isArray(def.servers));
   });
 
+  t.test('mentions and acks racing across partitions keep mentions = {m > highest ack}', async (t) => {
+    const c = (await owner!.api.post(`/servers/${srv.id}/channels`, { name: 'race' })).body._id as string;
+    const seeds: string[] = [];
+    for (let i = 0; i < 6; i++) seeds.push(await send(owner!, `seed ${i} <@${alice!.userId}>`, {}, c));
+    // Sends that mention alice and acks of alice's run at once (mentions: server partition; acks: hers).
+    const results = await Promise.all([
+      ...Array.from({ length: 12 }, (_, i) => send(owner!, `race ${i} <@${alice!.userId}>`, {}, c)),
+      ...seeds.map((m) => alice!.api.put(`/channels/${c}/ack/${m}`).then((r) => (r.status === 204 ? m : Promise.reject(new Error(r.text))))),
+    ]);
+    const sent = [...seeds, ...results.slice(0, 12)];
+    const u = await unreadOf(alice!, c);
+    const highest = [...seeds].sort().at(-1)!;
+    t.same(u?.mentions ?? [], sent.filter((m) => m > highest).sort(), 'exactly the mentions above the highest ack');
+  });
+
+  t.test('odd Ready-field queries are ignored, never fatal', async (t) => {
+    for (const q of ['ready=user_settings%5B', 'ready=user_settings[a%20b]', `ready=user_settings[${'k'.repeat(300)}]`, 'ready=channel_unreads&ready=channel_unreads', 'ready=', 'ready=%00']) {
+      const c = await connectReady(s, bob!.token, { query: q });
+      const ready = c.frames.find((f) => f.type === 'Ready')!;
+      c.close();
+      t.ok(ready, `${q.slice(0, 40)}: Ready`);
+      if (q.startsWith('ready=channel_unreads')) t.ok(Array.isArray(ready.channel_unreads), 'channel_unreads once');
+      else t.notOk('user_settings' in ready, 'no settings for a malformed key');
+    }
+  });
+
   t.test('rebuild equals live', async (t) => {
     const live = await dumpCurrent(redis, s.prefix);
     t.ok(Object.keys(live).some((k) => k.includes(':mentions:')), 'mention keys exist');
