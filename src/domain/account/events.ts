@@ -62,7 +62,11 @@ export const accountEvents = {
   /** A session was closed (logout or revocation). */
   SessionRevoked: z.object({ sessionId: z.string() }),
   /** The password was changed. */
-  PasswordChanged: z.object({ passwordHash: z.string() }),
+  PasswordChanged: z.object({
+    passwordHash: z.string(),
+    /** Set by a reset through a mailed token: it also lifts a lockout (the mailbox's holder proved it). */
+    viaReset: z.boolean().optional(),
+  }),
   /** The account chose its username: the user exists from now on. */
   UserOnboarded: z.object({ username: z.string(), discriminator: z.string() }),
   /** A discriminator of a username was claimed (uniqueness stream `username-…`). */

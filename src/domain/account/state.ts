@@ -114,6 +114,10 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
     case 'PasswordChanged':
       if (e.data.passwordHash !== undefined) s.passwordHash = e.data.passwordHash;
       s.passwordReset = null;
+      if (e.data.viaReset) {
+        s.attempts = 0;
+        s.lockedUntil = null;
+      }
       return s;
     case 'EmailVerificationStarted':
       s.verification = { kind: 'Pending', tokenHash: e.data.tokenHash, expiresAt: e.data.expiresAt };
