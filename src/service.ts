@@ -229,10 +229,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     apiServer = await listen(createApiApp(deps, API_ROUTES), config.apiPort, config.host);
     const port = (apiServer.address() as { port: number }).port;
     if (config.apiPort === 0) {
+      // APP_URL given in the configuration (not only in process.env) is kept.
+      const appDefault = config.appUrl === config.publicUrl;
       apiUrl = `http://127.0.0.1:${port}`;
       if (!process.env.PUBLIC_URL) config.publicUrl = apiUrl;
       if (!process.env.WS_PUBLIC_URL) config.wsPublicUrl = apiUrl.replace(/^http/, 'ws') + '/ws';
-      if (!process.env.APP_URL) config.appUrl = apiUrl;
+      if (!process.env.APP_URL && appDefault) config.appUrl = apiUrl;
     }
   }
 
