@@ -202,3 +202,32 @@ t.test('fuzzing every route', async (t) => {
   t.ok([...statuses.keys()].some((k) => k >= 200 && k < 300), 'some requests succeeded');
   t.ok((types.get('InvalidSession') ?? 0) > 0 && (types.get('NotFound') ?? 0) > 0, 'bad sessions and unknown ids were exercised');
 });
+
+t.test('fuzzing the X-MFA-Ticket header of ticket-guarded routes', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const u = await signup(s);
+  const guarded = API_ROUTES.filter((r) => ['POST /auth/account/disable', 'POST /auth/account/delete', 'POST /auth/mfa/recovery', 'PATCH /auth/mfa/recovery', 'POST /auth/mfa/totp', 'DELETE /auth/mfa/totp'].includes(`${r.method} ${r.path}`));
+  t.equal(guarded.length, 6);
+  const ticketArb = fc.oneof(unicodeEdge, hugeString.map((x) => x.slice(0, 8000)), fc.constant(`${u.userId}.${'A'.repeat(43)}`), fc.string({ unit: 'binary-ascii', maxLength: 200 }));
+  const failures: string[] = [];
+  for (const route of guarded) {
+    await fc.assert(
+      fc.asyncProperty(ticketArb, async (ticket) => {
+        const head = await s.store.headPosition();
+        let headers: Record<string, string> = {};
+        try {
+          new Headers({ 'X-MFA-Ticket': ticket });
+          headers = { 'X-MFA-Ticket': ticket };
+        } catch {
+          /* not a valid header value: sent without it */
+        }
+        const r = await request(s.apiUrl, route.method, route.path, { token: u.token, headers, skipOpenApi: true }).catch((e: Error) => ({ status: -1, body: { type: e.message } }));
+        const ok = r.status === 401 && (r.body as { type?: string }).type === 'InvalidToken' && (await s.store.headPosition()) === head;
+        if (!ok) failures.push(`${route.method} ${route.path} ticket=${JSON.stringify(ticket).slice(0, 80)} → ${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
+        return ok;
+      }),
+      { numRuns: RUNS, endOnFailure: true },
+    ).catch(() => {});
+  }
+  t.same(failures.slice(0, 10), [], 'a forged or malformed ticket is always 401 InvalidToken and changes nothing');
+});
