@@ -28,6 +28,21 @@ export const accountsProjection: Projection = {
     'PasswordChanged',
     'UserOnboarded',
     'UserEdited',
+    'EmailVerificationStarted',
+    'EmailVerified',
+    'EmailChangeRequested',
+    'EmailChanged',
+    'PasswordResetRequested',
+    'AccountDisabled',
+    'AccountDeletionRequested',
+    'AccountDeleted',
+    'MfaTicketCreated',
+    'MfaTicketConsumed',
+    'TotpSecretGenerated',
+    'TotpEnabled',
+    'TotpDisabled',
+    'RecoveryCodesGenerated',
+    'RecoveryCodeUsed',
   ],
   async apply(e, tx) {
     if (!e.stream.startsWith('account-')) return;
@@ -38,7 +53,28 @@ export const accountsProjection: Projection = {
     tx.setJson(rm.account(userId), after);
     switch (e.type) {
       case 'AccountCreated':
-        tx.setJson(rm.accountByEmail(emailDigest(e.data.email)), userId);
+        // A rebuild after deletion reads no email (its key is destroyed): nothing to index.
+        if (after.emailKey || after.email) tx.setJson(rm.accountByEmail(after.emailKey ?? emailDigest(after.email)), userId);
+        break;
+      case 'EmailChanged':
+        if (before?.emailKey || before?.email) tx.del(rm.accountByEmail(before.emailKey ?? emailDigest(before.email)));
+        tx.setJson(rm.accountByEmail(e.data.emailKey), userId);
+        break;
+      case 'AccountDeleted':
+        if (before?.emailKey || before?.email) tx.del(rm.accountByEmail(before.emailKey ?? emailDigest(before.email)));
+        for (const [sessionId, sess] of Object.entries(before?.sessions ?? {})) {
+          tx.del(rm.session(sess.tokenHash));
+          tx.emit({ kind: 'user', userId }, { type: 'DeleteSession', user_id: userId, session_id: sessionId });
+        }
+        if (after.user) {
+          tx.setJson(rm.user(userId), after.user);
+          tx.emit({ kind: 'userPresence', userId }, {
+            type: 'UserUpdate',
+            id: userId,
+            data: { username: after.user.username, discriminator: after.user.discriminator, flags: after.user.flags },
+            clear: ['Avatar', 'StatusText', 'StatusPresence', 'ProfileContent', 'ProfileBackground', 'DisplayName'],
+          });
+        }
         break;
       case 'SessionCreated':
         tx.setJson(rm.session(e.data.tokenHash), sessionRecord(userId, e.data.sessionId, e.data.name, after));

@@ -106,6 +106,29 @@ const schema = z
     GATEWAY_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
     /** Milliseconds an API process's presence registration lives without renewal (renewed every third of it). */
     GATEWAY_PRESENCE_TTL_MS: z.coerce.number().int().min(300).max(600_000).default(30_000),
+    /** Outgoing mail: `smtp://user:pass@host:port` or `smtps://…`; unset = no mail, no verification (as before). */
+    SMTP_URL: z.string().regex(/^smtps?:\/\/[^\s]+$/, 'must be an smtp:// or smtps:// URL').optional(),
+    /** Sender of every mail (`Name <addr>` or `addr`). */
+    EMAIL_FROM: z.string().min(3).max(320).default('Stoatish <noreply@localhost>'),
+    /** First retry delay of an unsent mail (ms); it doubles with every attempt. */
+    MAIL_RETRY_DELAY_MS: z.coerce.number().int().min(10).max(3_600_000).default(5000),
+    /** Attempts to send a mail before it is given up. */
+    MAIL_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(12),
+    /** Lifetime of a verification, reset or deletion link (seconds). */
+    EMAIL_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
+    /** Master secret (≥ 32 bytes as 64+ hex characters or base64): TOTP secrets at rest, keyed email lookups. Unset = generated once and kept in DATA_DIR/keys.sqlite. */
+    SECRETS_KEY: z
+      .string()
+      .refine((v) => secretBytes(v) !== null, 'must be at least 32 bytes, as hex (64+ characters) or base64')
+      .optional(),
+    /** Fixed account invite codes (comma-separated), each valid from the start (with INVITE_ONLY). */
+    ACCOUNT_INVITES: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{4,128}(,[A-Za-z0-9_-]{4,128})*$/, 'comma-separated codes of 4–128 letters, digits, "_" or "-"')
+      .optional()
+      .transform((s) => (s === undefined ? [] : [...new Set(s.split(','))])),
+    /** Servers a user may own or be a member of (Stoat's per-user server limit). */
+    USER_SERVER_LIMIT: z.coerce.number().int().min(1).max(100_000).default(100),
   })
   .superRefine((c, ctx) => {
     if (c.VOICE_ENABLED) {
@@ -175,6 +198,26 @@ export interface Config {
   inviteOnly: boolean;
   /** Events gateway: ping interval (ms), unsent-bytes limit per socket, time to authenticate (ms), presence TTL (ms). */
   gateway: { heartbeatMs: number; maxBufferedBytes: number; authTimeoutMs: number; presenceTtlMs: number };
+  /** Outgoing mail (SMTP_URL, EMAIL_FROM): undefined = mail off, accounts need no verification. */
+  email: { smtpUrl: string; from: string } | undefined;
+  /** Mail retries: attempts, first delay (ms, doubling). */
+  mailRetry: { attempts: number; delayMs: number };
+  /** Lifetime of mailed tokens (ms). */
+  emailTokenTtlMs: number;
+  /** SECRETS_KEY decoded; undefined = generated and kept in the key store. */
+  secretsKey: Buffer | undefined;
+  /** ACCOUNT_INVITES: fixed invite codes valid from the start. */
+  accountInvites: string[];
+  /** USER_SERVER_LIMIT. */
+  userServerLimit: number;
+}
+
+/** Decodes SECRETS_KEY: 64+ hex characters, or base64 of at least 32 bytes; null otherwise. */
+export function secretBytes(v: string): Buffer | null {
+  if (/^[0-9a-fA-F]+$/.test(v) && v.length % 2 === 0) return v.length >= 64 ? Buffer.from(v, 'hex') : null;
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(v)) return null;
+  const b = Buffer.from(v, 'base64');
+  return b.length >= 32 ? b : null;
 }
 
 /** VOICE_ENABLED with its LiveKit server, or voice off. */
@@ -199,7 +242,7 @@ export class ConfigError extends Error {
 }
 
 /** Variables whose value must not appear in an error line. */
-const SECRET_VARIABLE = /SECRET|PASSWORD|TOKEN|_KEY$/;
+const SECRET_VARIABLE = /SECRET|PASSWORD|TOKEN|_KEY$|^SMTP_URL$|^ACCOUNT_INVITES$/;
 
 /** Parses the environment (process.env by default). Empty strings count as unset. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -252,6 +295,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       authTimeoutMs: c.GATEWAY_AUTH_TIMEOUT_MS,
       presenceTtlMs: c.GATEWAY_PRESENCE_TTL_MS,
     },
+    email: c.SMTP_URL ? { smtpUrl: c.SMTP_URL, from: c.EMAIL_FROM } : undefined,
+    mailRetry: { attempts: c.MAIL_ATTEMPTS, delayMs: c.MAIL_RETRY_DELAY_MS },
+    emailTokenTtlMs: c.EMAIL_TOKEN_TTL_SECONDS * 1000,
+    secretsKey: c.SECRETS_KEY ? secretBytes(c.SECRETS_KEY)! : undefined,
+    accountInvites: c.ACCOUNT_INVITES,
+    userServerLimit: c.USER_SERVER_LIMIT,
   };
 }
 

@@ -67,7 +67,13 @@ export type ErrorBody =
   | { type: 'ShortPassword' }
   | { type: 'LockedOut' }
   | { type: 'IncorrectData'; with: string }
-  | { type: 'UnverifiedAccount' };
+  | { type: 'UnverifiedAccount' }
+  | { type: 'MissingInvite' }
+  | { type: 'InvalidInvite' }
+  | { type: 'InvalidToken' }
+  | { type: 'OperationFailed' }
+  | { type: 'TotpAlreadyEnabled' }
+  | { type: 'DisallowedMFAMethod' };
 
 /** Name of every error type. */
 export type ErrorType = ErrorBody['type'];
@@ -137,6 +143,12 @@ export const ERROR_STATUS = {
   LockedOut: 403,
   IncorrectData: 400,
   UnverifiedAccount: 403,
+  MissingInvite: 400,
+  InvalidInvite: 400,
+  InvalidToken: 401,
+  OperationFailed: 400,
+  TotpAlreadyEnabled: 400,
+  DisallowedMFAMethod: 400,
 } as const satisfies Record<ErrorType, number>;
 
 /** A typed failure. `status` overrides the table only where DESIGN §4 says so (503 for exhausted retries). */

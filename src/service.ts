@@ -12,6 +12,10 @@ import { CommandExecutor } from './commands.ts';
 import type { Config } from './config.ts';
 import type { EventStore } from './eventstore/port.ts';
 import { SqliteEventStore } from './eventstore/sqlite.ts';
+import { deriveSecrets, type ServiceSecrets } from './domain/account/secrets.ts';
+import { openMailQueue } from './mail/queue.ts';
+import { openKeyStore, type KeyStore } from './personal/keyStore.ts';
+import { PersonalDataStore } from './personal/store.ts';
 import { createApiApp } from './http/app.ts';
 import type { AppDeps } from './http/deps.ts';
 import { API_ROUTES } from './http/routes/index.ts';
@@ -63,6 +67,16 @@ export interface Service {
   onStop: Array<() => Promise<void>>;
   /** Stops accepting, drains in-flight requests, stops the roles, closes Redis and the store (once). */
   stop(): Promise<void>;
+}
+
+/** The service keys: from SECRETS_KEY, or from a master secret generated once and kept in the key store. */
+export async function serviceSecrets(config: Config, keys: KeyStore): Promise<ServiceSecrets> {
+  return deriveSecrets(config.secretsKey ?? (await keys.serviceSecret('master', 32)));
+}
+
+/** The event store behind the personal-data boundary (what the operator tools read through). */
+export async function openReadableEventStore(config: Config, raw?: EventStore): Promise<PersonalDataStore> {
+  return new PersonalDataStore(raw ?? (await openEventStore(config)), openKeyStore(config.dataDir));
 }
 
 /** Opens the event store the configuration names. */
@@ -122,11 +136,16 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   subscriber.on('error', (err) => log.debug({ err: err.message }, 'redis subscriber error'));
 
   // Other processes announce SQLite commits so idle subscriptions here wake at once.
-  const store =
+  const rawStore =
     opts.store ?? (await openEventStore(config, (p) => void redis.publish(ctl.controlChannel, `commit:${p}`).catch(() => {})));
   subscriber.on('message', (channel: string, message: string) => {
-    if (channel === ctl.controlChannel && message.startsWith('commit:') && store instanceof SqliteEventStore) store.wake();
+    if (channel === ctl.controlChannel && message.startsWith('commit:') && rawStore instanceof SqliteEventStore) rawStore.wake();
   });
+  // Personal fields are sealed on append and opened on read (src/personal/); keys live outside the log.
+  const keys = openKeyStore(config.dataDir);
+  const store = new PersonalDataStore(rawStore, keys);
+  const secrets = await serviceSecrets(config, keys);
+  const mail = config.email && config.roles.includes('api') ? openMailQueue(config.redisUrl, config.redisPrefix, config.mailRetry, log) : undefined;
 
   const readModels = new ReadModels({
     redis,
@@ -149,6 +168,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     limiter: new RateLimiter({ now, enabled: config.rateLimits }),
     idempotency: new IdempotencyStore(),
     now,
+    keys,
+    secrets,
+    mail,
   };
 
   let projector: Projector | undefined;
@@ -174,6 +196,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const { startMediaWorkers } = await import('../workers/media/worker.ts');
     mediaWorkers = startMediaWorkers({ config, log, store, blobs });
     log.info({ concurrency: config.mediaConcurrency, default: config.mediaConcurrencyDefault }, 'media workers started');
+  }
+  let mailWorker: { close(): Promise<void> } | undefined;
+  if (config.roles.includes('worker') && config.email) {
+    const { startMailWorker } = await import('../workers/mail/worker.ts');
+    mailWorker = startMailWorker({ redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, smtpUrl: config.email.smtpUrl, from: config.email.from, log });
   }
 
   let mediaServer: Server | undefined;
@@ -202,10 +229,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     apiServer = await listen(createApiApp(deps, API_ROUTES), config.apiPort, config.host);
     const port = (apiServer.address() as { port: number }).port;
     if (config.apiPort === 0) {
+      // APP_URL given in the configuration (not only in process.env) is kept.
+      const appDefault = config.appUrl === config.publicUrl;
       apiUrl = `http://127.0.0.1:${port}`;
       if (!process.env.PUBLIC_URL) config.publicUrl = apiUrl;
       if (!process.env.WS_PUBLIC_URL) config.wsPublicUrl = apiUrl.replace(/^http/, 'ws') + '/ws';
-      if (!process.env.APP_URL) config.appUrl = apiUrl;
+      if (!process.env.APP_URL && appDefault) config.appUrl = apiUrl;
     }
   }
 
@@ -251,11 +280,14 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
         await uploads?.close();
         await mediaWorkers?.close();
+        await mailWorker?.close();
+        await mail?.close();
         await projector?.stop();
         readModels.close();
         subscriber.disconnect();
         await redis.quit().catch(() => redis.disconnect());
-        if (!opts.store) await store.close();
+        if (!opts.store) await rawStore.close();
+        await keys.close();
       })());
     },
   };

@@ -80,6 +80,22 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['GET', '/sync/unreads', 'catch-all', 'route'],
   ['POST', '/sync/settings/fetch', 'catch-all', 'route'],
   ['POST', '/sync/settings/set', 'catch-all', 'route'],
+  ['POST', '/auth/account/verify/:code', 'catch-all', 'route'],
+  ['POST', '/auth/account/reverify', 'catch-all', 'route'],
+  ['POST', '/auth/account/reset_password', 'catch-all', 'route'],
+  ['PATCH', '/auth/account/reset_password', 'catch-all', 'route'],
+  ['PATCH', '/auth/account/change/email', 'catch-all', 'route'],
+  ['POST', '/auth/account/disable', 'catch-all', 'route'],
+  ['POST', '/auth/account/delete', 'catch-all', 'route'],
+  ['PUT', '/auth/account/delete', 'catch-all', 'route'],
+  ['PUT', '/auth/mfa/ticket', 'catch-all', 'route'],
+  ['GET', '/auth/mfa/', 'catch-all', 'route'],
+  ['GET', '/auth/mfa/methods', 'catch-all', 'route'],
+  ['POST', '/auth/mfa/recovery', 'catch-all', 'route'],
+  ['PATCH', '/auth/mfa/recovery', 'catch-all', 'route'],
+  ['POST', '/auth/mfa/totp', 'catch-all', 'route'],
+  ['PUT', '/auth/mfa/totp', 'catch-all', 'route'],
+  ['DELETE', '/auth/mfa/totp', 'catch-all', 'route'],
 ];
 
 t.test('every registered route falls in its bucket, keyed as the table says', async (t) => {

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { createLogger } from '../log.ts';
-import { openEventStore } from '../service.ts';
+import { openReadableEventStore } from '../service.ts';
 import { exportEvents, findPosition, migrate, openStoreUrl, tailEvents, toLine } from './eventsLib.ts';
 import { progressBar } from './progress.ts';
 import { stateAt } from './stateCounts.ts';
@@ -46,7 +46,8 @@ async function main(): Promise<number> {
   }
   const config = loadConfig();
   const after = values.after !== undefined ? BigInt(values.after) : undefined;
-  const store = values.from ? await openStoreUrl(values.from) : await openEventStore(config);
+  // Reads open personal fields through the key store; migrate copies the stored (sealed) form as it is.
+  const store = await openReadableEventStore(config, values.from ? await openStoreUrl(values.from) : undefined);
   try {
     switch (command) {
       case 'tail': {
@@ -109,7 +110,7 @@ async function main(): Promise<number> {
         const target = await openStoreUrl(values.to);
         const bar = progressBar('migrate', undefined);
         try {
-          const r = await migrate(store, target, {
+          const r = await migrate(store.inner, target, {
             checkpointDir: config.dataDir,
             targetId: values.to,
             onProgress: (c, s) => bar.update(c + s),

@@ -4,7 +4,7 @@
  */
 import { ConfigError, loadConfig } from '../config.ts';
 import { createLogger } from '../log.ts';
-import { openEventStore } from '../service.ts';
+import { openReadableEventStore } from '../service.ts';
 import { rebuild } from '../../projections/rebuild.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { progressBar } from './progress.ts';
@@ -12,7 +12,7 @@ import { progressBar } from './progress.ts';
 try {
   const config = loadConfig();
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
-  const store = await openEventStore(config);
+  const store = await openReadableEventStore(config);
   let count = 0;
   for await (const _ of store.readAll()) count++;
   const bar = progressBar('rebuild', count);

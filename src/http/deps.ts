@@ -6,6 +6,9 @@ import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { Logger } from '../log.ts';
 import type { RateLimiter } from '../ratelimit/limiter.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
+import type { ServiceSecrets } from '../domain/account/secrets.ts';
+import type { MailQueue } from '../mail/queue.ts';
+import type { KeyStore } from '../personal/keyStore.ts';
 
 /** Dependencies of the API and media apps. */
 export interface AppDeps {
@@ -18,4 +21,10 @@ export interface AppDeps {
   idempotency: IdempotencyStore;
   /** Clock in milliseconds (injectable for tests). */
   now: () => number;
+  /** Per-account keys of personal data (crypto-shredding). */
+  keys: KeyStore;
+  /** Keys derived from SECRETS_KEY (TOTP secrets at rest, keyed email digests). */
+  secrets: ServiceSecrets;
+  /** Outgoing mail; undefined when SMTP_URL is not set. */
+  mail: MailQueue | undefined;
 }

@@ -25,6 +25,7 @@ import { API_ROUTES } from '../../src/http/routes/index.ts';
 import { newId } from '../../src/ids.ts';
 import { ALLOW_IN_TIMEOUT, Permission as P, type PermissionName } from '../../src/permissions/bits.ts';
 import { client, signup, type Res, type TestUser } from '../helpers/http.ts';
+import { request } from '../helpers/http.ts';
 import { uploadImage } from '../helpers/messages.ts';
 import { createServer, join } from '../helpers/servers.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
@@ -790,4 +791,67 @@ t.test('authorization table', async (t) => {
     t.comment(`${summary.length} gated routes, ${count} variants, ${cells} cells`);
     t.ok(count >= summary.length);
   });
+});
+
+/**
+ * Account routes (issue 23) are not permission-gated: what guards them is the session, and for the
+ * operations Stoat guards with one, a validated MFA ticket of the caller's own account. Every route under
+ * `/auth/mfa/` and every account route added with them has a row: [method, path, auth, needs a ticket].
+ */
+const ACCOUNT_ROUTES: Array<[string, string, 'none' | 'session', boolean]> = [
+  ['POST', '/auth/account/verify/:code', 'none', false],
+  ['POST', '/auth/account/reverify', 'none', false],
+  ['POST', '/auth/account/reset_password', 'none', false],
+  ['PATCH', '/auth/account/reset_password', 'none', false],
+  ['PUT', '/auth/account/delete', 'none', false],
+  ['PATCH', '/auth/account/change/email', 'session', false],
+  ['POST', '/auth/account/disable', 'session', true],
+  ['POST', '/auth/account/delete', 'session', true],
+  ['PUT', '/auth/mfa/ticket', 'session', false],
+  ['GET', '/auth/mfa/', 'session', false],
+  ['GET', '/auth/mfa/methods', 'session', false],
+  ['POST', '/auth/mfa/recovery', 'session', true],
+  ['PATCH', '/auth/mfa/recovery', 'session', true],
+  ['POST', '/auth/mfa/totp', 'session', true],
+  ['PUT', '/auth/mfa/totp', 'session', false],
+  ['DELETE', '/auth/mfa/totp', 'session', true],
+];
+
+t.test('account routes: session and MFA ticket', async (t) => {
+  const registered = API_ROUTES.filter((r) => r.path.startsWith('/auth/mfa/')).map(keyOf);
+  t.same(registered.filter((k) => !ACCOUNT_ROUTES.some(([m, p]) => `${m} ${p}` === k)), [], 'every /auth/mfa/ route has a row');
+  for (const [m, p, auth] of ACCOUNT_ROUTES) {
+    const route = API_ROUTES.find((r) => keyOf(r) === `${m} ${p}`);
+    t.equal(route?.auth, auth, `${m} ${p} is registered with auth ${auth}`);
+  }
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const [me, other] = await Promise.all([signup(s), signup(s)]);
+  const anon = client(s);
+  const otherTicket = (await other.api.put('/auth/mfa/ticket', { password: other.password })).body.token as string;
+  // (An unvalidated login ticket is refused too: test/accounts.mfa.test.ts, where TOTP is on.)
+  const call = (who: ReturnType<typeof client>, m: string, p: string, headers: Record<string, string> = {}) =>
+    request(s.apiUrl, m, p.replace(':code', 'not-a-code'), { ...(who.token ? { token: who.token } : {}), headers, ...(m === 'GET' ? {} : { body: {} }), skipOpenApi: true });
+  for (const [m, p, auth, ticket] of ACCOUNT_ROUTES) {
+    const head = await s.store.headPosition();
+    if (auth === 'session') {
+      const r = await call(anon, m, p);
+      t.same([r.status, r.body.type], [401, 'NotAuthenticated'], `${m} ${p} anonymous`);
+    }
+    if (ticket) {
+      for (const [what, h] of [
+        ['no ticket', {}],
+        ["another account's ticket", { 'X-MFA-Ticket': otherTicket }],
+        ['a malformed ticket', { 'X-MFA-Ticket': `${me.userId}.${'x'.repeat(43)}` }],
+      ] as const) {
+        const r = await call(me.api, m, p, h);
+        t.same([r.status, r.body.type], [401, 'InvalidToken'], `${m} ${p}: ${what}`);
+      }
+    }
+    t.equal(await s.store.headPosition(), head, `${m} ${p}: refusals change nothing`);
+  }
+  // A validated ticket works once, for its own account only.
+  const mine = (await me.api.put('/auth/mfa/ticket', { password: me.password })).body.token as string;
+  t.equal((await call(me.api, 'PATCH', '/auth/mfa/recovery', { 'X-MFA-Ticket': mine })).status, 200);
+  const again = await call(me.api, 'PATCH', '/auth/mfa/recovery', { 'X-MFA-Ticket': mine });
+  t.same([again.status, again.body.type], [401, 'InvalidToken'], 'a ticket is used once');
 });

@@ -224,3 +224,28 @@ t.test('fuzzing the settings timestamp query and bodies', async (t) => {
   ).catch(() => {});
   t.same(failures.slice(0, 10), [], 'no 5xx, JSON errors, no change on rejection');
 });
+
+t.test('fuzzing the X-MFA-Ticket header of ticket-guarded routes', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const u = await signup(s);
+  const guarded = API_ROUTES.filter((r) => ['POST /auth/account/disable', 'POST /auth/account/delete', 'POST /auth/mfa/recovery', 'PATCH /auth/mfa/recovery', 'POST /auth/mfa/totp', 'DELETE /auth/mfa/totp'].includes(`${r.method} ${r.path}`));
+  t.equal(guarded.length, 6);
+  const ticketArb = fc.oneof(unicodeEdge, hugeString.map((x) => x.slice(0, 8000)), fc.constant(`${u.userId}.${'A'.repeat(43)}`), fc.string({ unit: 'binary-ascii', maxLength: 200 }));
+  const failures: string[] = [];
+  for (const route of guarded) {
+    await fc.assert(
+      fc.asyncProperty(ticketArb, async (ticket) => {
+        const head = await s.store.headPosition();
+        // A value no HTTP client can send (control characters, non-Latin-1) goes percent-encoded instead.
+        const value = /^[\x20-\x7e]*$/.test(ticket) ? ticket : encodeURIComponent(ticket);
+        const headers: Record<string, string> = value.trim() ? { 'X-MFA-Ticket': value } : {};
+        const r = await request(s.apiUrl, route.method, route.path, { token: u.token, headers, skipOpenApi: true }).catch((e: Error) => ({ status: -1, body: { type: e.message } }));
+        const ok = r.status === 401 && (r.body as { type?: string }).type === 'InvalidToken' && (await s.store.headPosition()) === head;
+        if (!ok) failures.push(`${route.method} ${route.path} ticket=${JSON.stringify(ticket).slice(0, 80)} → ${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
+        return ok;
+      }),
+      { numRuns: RUNS, endOnFailure: true },
+    ).catch(() => {});
+  }
+  t.same(failures.slice(0, 10), [], 'a forged or malformed ticket is always 401 InvalidToken and changes nothing');
+});

@@ -8,9 +8,51 @@ import { FileObject, Presence } from '../shared.ts';
 
 export const accountEvents = {
   /** An account was registered. `passwordHash` is an scrypt hash string, never the password. */
-  AccountCreated: z.object({ userId: z.string(), email: z.string(), passwordHash: z.string() }),
+  AccountCreated: z.object({
+    userId: z.string(),
+    email: z.string(),
+    passwordHash: z.string(),
+    /** Keyed digest of the email (the `email-<digest>` stream); absent on accounts made before it was keyed (sha256). */
+    emailKey: z.string().optional(),
+  }),
   /** The email of an account was claimed (uniqueness stream `email-…`). */
   EmailClaimed: z.object({ userId: z.string() }),
+  /** The email was given up (account deleted or email changed): it may be claimed again (stream `email-…`). */
+  EmailReleased: z.object({ userId: z.string() }),
+  /** A verification mail was sent: the account is unverified until the token is used. Only the token's SHA-256 is kept. */
+  EmailVerificationStarted: z.object({ tokenHash: z.string(), expiresAt: z.string() }),
+  /** The email was verified (the pending token was used). */
+  EmailVerified: z.object({}),
+  /** A move to a new email was requested; it happens when the token mailed to the new address is used. */
+  EmailChangeRequested: z.object({ email: z.string(), emailKey: z.string(), tokenHash: z.string(), expiresAt: z.string() }),
+  /** The email changed (`emailKey` = its keyed digest). */
+  EmailChanged: z.object({ email: z.string(), emailKey: z.string() }),
+  /** A password reset mail was sent. */
+  PasswordResetRequested: z.object({ tokenHash: z.string(), expiresAt: z.string() }),
+  /** The account was disabled: it cannot log in; its sessions were revoked with it. */
+  AccountDisabled: z.object({}),
+  /** Deletion was requested; it happens when the mailed token is used. */
+  AccountDeletionRequested: z.object({ tokenHash: z.string(), expiresAt: z.string() }),
+  /** The account was deleted: its key is destroyed, so its personal fields in the log are unreadable from now on. */
+  AccountDeleted: z.object({}),
+  /** An MFA ticket was handed out (only its token's SHA-256 is kept). `validated`: usable for account actions; `authorised`: usable to log in. */
+  MfaTicketCreated: z.object({ ticketId: z.string(), tokenHash: z.string(), validated: z.boolean(), authorised: z.boolean(), expiresAt: z.string() }),
+  /** An MFA ticket was used up. */
+  MfaTicketConsumed: z.object({ ticketId: z.string() }),
+  /** A TOTP secret was generated, not yet enabled. `secret` is encrypted under the configured key (SECRETS_KEY). */
+  TotpSecretGenerated: z.object({ secret: z.string() }),
+  /** The pending TOTP secret was confirmed with a code: two-factor login is on. */
+  TotpEnabled: z.object({}),
+  /** Two-factor login by TOTP was turned off. */
+  TotpDisabled: z.object({}),
+  /** New recovery codes; `codes` is the JSON list encrypted under the configured key. */
+  RecoveryCodesGenerated: z.object({ codes: z.string() }),
+  /** A recovery code was used (its index in the current list). */
+  RecoveryCodeUsed: z.object({ index: z.number().int().min(0) }),
+  /** An account invite was created (stream `accountinvite-<sha256(code)>`); `code` is encrypted under the configured key. */
+  AccountInviteCreated: z.object({ code: z.string() }),
+  /** An account invite was used by a sign-up. */
+  AccountInviteUsed: z.object({ userId: z.string() }),
   /** A login failed; `lockedUntil` is set when the attempt count triggers a lockout. */
   LoginFailed: z.object({ attempts: z.number().int(), lockedUntil: z.string().nullable() }),
   /** A session was opened. The token itself is never stored, only its SHA-256. */
@@ -20,7 +62,11 @@ export const accountEvents = {
   /** A session was closed (logout or revocation). */
   SessionRevoked: z.object({ sessionId: z.string() }),
   /** The password was changed. */
-  PasswordChanged: z.object({ passwordHash: z.string() }),
+  PasswordChanged: z.object({
+    passwordHash: z.string(),
+    /** Set by a reset through a mailed token: it also lifts a lockout (the mailbox's holder proved it). */
+    viaReset: z.boolean().optional(),
+  }),
   /** The account chose its username: the user exists from now on. */
   UserOnboarded: z.object({ username: z.string(), discriminator: z.string() }),
   /** A discriminator of a username was claimed (uniqueness stream `username-…`). */

@@ -15,9 +15,47 @@ export interface AccountState {
   sessions: Record<string, { name: string; tokenHash: string }>;
   /** The user, present once onboarded. */
   user: UserProfile | null;
+  /** Keyed digest of the email (its `email-…` stream); absent on accounts made before digests were keyed. */
+  emailKey?: string;
+  /** Pending email verification or move; absent or null = verified. */
+  verification?: EmailVerification | null;
+  /** A pending password reset (token hash and expiry). */
+  passwordReset?: PendingToken | null;
+  /** Disabled accounts cannot log in. */
+  disabled?: boolean;
+  /** A pending deletion (token hash and expiry). */
+  deletion?: PendingToken | null;
+  /** The account was deleted (its personal data erased). */
+  deleted?: boolean;
+  /** Open MFA tickets by id (at most `MAX_TICKETS`, oldest dropped). */
+  tickets?: Record<string, MfaTicketState>;
+  /** TOTP: a generated secret (encrypted under the configured key), pending until confirmed, then enabled. */
+  totp?: { status: 'Pending' | 'Enabled'; secret: string } | null;
+  /** Recovery codes (the list encrypted under the configured key) and the indexes used up. */
+  recovery?: { codes: string; used: number[] } | null;
   /** Revision of the `account-<id>` stream this state reflects. */
   revision: number;
 }
+
+/** A mailed token, kept only as its SHA-256, with its expiry (ISO). */
+export interface PendingToken {
+  tokenHash: string;
+  expiresAt: string;
+}
+
+/** A pending verification of the account's email, or of a new email it moves to. */
+export type EmailVerification = ({ kind: 'Pending' } & PendingToken) | ({ kind: 'Moving'; email: string; emailKey: string } & PendingToken);
+
+/** An open MFA ticket. */
+export interface MfaTicketState {
+  tokenHash: string;
+  validated: boolean;
+  authorised: boolean;
+  expiresAt: string;
+}
+
+/** Open tickets kept per account; creating one more drops the oldest. */
+export const MAX_TICKETS = 8;
 
 /** The stored user profile (Revolt's User without the viewer-dependent fields). */
 export interface UserProfile {
@@ -32,17 +70,22 @@ export interface UserProfile {
   flags?: number;
 }
 
+/** Stoat's user flag of a deleted account. */
+export const USER_FLAG_DELETED = 2;
+
 /** Applies one account-stream event. */
 export function evolveAccount(state: AccountState | null, e: DomainEvent, revision: number): AccountState | null {
   if (e.type === 'AccountCreated') {
     return {
       userId: e.data.userId,
-      email: e.data.email,
-      passwordHash: e.data.passwordHash,
+      // Both are absent when the account's key was destroyed (a rebuild after deletion).
+      email: e.data.email ?? '',
+      passwordHash: e.data.passwordHash ?? '',
       attempts: 0,
       lockedUntil: null,
       sessions: {},
       user: null,
+      ...(e.data.emailKey !== undefined ? { emailKey: e.data.emailKey } : {}),
       revision,
     };
   }
@@ -69,13 +112,82 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
       return s;
     }
     case 'PasswordChanged':
-      s.passwordHash = e.data.passwordHash;
+      if (e.data.passwordHash !== undefined) s.passwordHash = e.data.passwordHash;
+      s.passwordReset = null;
+      if (e.data.viaReset) {
+        s.attempts = 0;
+        s.lockedUntil = null;
+      }
+      return s;
+    case 'EmailVerificationStarted':
+      s.verification = { kind: 'Pending', tokenHash: e.data.tokenHash, expiresAt: e.data.expiresAt };
+      return s;
+    case 'EmailVerified':
+      s.verification = null;
+      return s;
+    case 'EmailChangeRequested':
+      s.verification = { kind: 'Moving', email: e.data.email, emailKey: e.data.emailKey, tokenHash: e.data.tokenHash, expiresAt: e.data.expiresAt };
+      return s;
+    case 'EmailChanged':
+      if (e.data.email !== undefined) s.email = e.data.email;
+      s.emailKey = e.data.emailKey;
+      s.verification = null;
+      return s;
+    case 'PasswordResetRequested':
+      s.passwordReset = { tokenHash: e.data.tokenHash, expiresAt: e.data.expiresAt };
+      return s;
+    case 'AccountDisabled':
+      s.disabled = true;
+      return s;
+    case 'AccountDeletionRequested':
+      s.deletion = { tokenHash: e.data.tokenHash, expiresAt: e.data.expiresAt };
+      return s;
+    case 'AccountDeleted':
+      // Stoat's deleted user: the profile is blanked, the id stays (messages keep their author).
+      return {
+        userId: s.userId,
+        email: '',
+        passwordHash: '',
+        attempts: 0,
+        lockedUntil: null,
+        sessions: {},
+        user: s.user ? { _id: s.userId, username: 'Deleted User', discriminator: '0000', flags: (s.user.flags ?? 0) | USER_FLAG_DELETED } : null,
+        disabled: true,
+        deleted: true,
+        revision,
+      };
+    case 'MfaTicketCreated': {
+      const tickets = { ...(s.tickets ?? {}), [e.data.ticketId]: { tokenHash: e.data.tokenHash, validated: e.data.validated, authorised: e.data.authorised, expiresAt: e.data.expiresAt } };
+      const ids = Object.keys(tickets).sort();
+      while (ids.length > MAX_TICKETS) delete tickets[ids.shift()!];
+      s.tickets = tickets;
+      return s;
+    }
+    case 'MfaTicketConsumed': {
+      const { [e.data.ticketId]: _used, ...rest } = s.tickets ?? {};
+      s.tickets = rest;
+      return s;
+    }
+    case 'TotpSecretGenerated':
+      s.totp = { status: 'Pending', secret: e.data.secret };
+      return s;
+    case 'TotpEnabled':
+      if (s.totp) s.totp = { ...s.totp, status: 'Enabled' };
+      return s;
+    case 'TotpDisabled':
+      s.totp = null;
+      return s;
+    case 'RecoveryCodesGenerated':
+      s.recovery = { codes: e.data.codes, used: [] };
+      return s;
+    case 'RecoveryCodeUsed':
+      if (s.recovery) s.recovery = { ...s.recovery, used: [...s.recovery.used, e.data.index] };
       return s;
     case 'UserOnboarded':
       s.user = { _id: s.userId, username: e.data.username, discriminator: e.data.discriminator };
       return s;
     case 'UserEdited': {
-      if (!s.user) return s;
+      if (!s.user || s.deleted) return s;
       const u: UserProfile = { ...s.user };
       for (const r of e.data.remove) {
         if (r === 'Avatar') delete u.avatar;

@@ -5,10 +5,11 @@ import channels from './channels/index.ts';
 import emojis from './emojis/index.ts';
 import invites from './invites/index.ts';
 import messages from './messages/index.ts';
+import mfa from './mfa/index.ts';
 import onboard from './onboard/index.ts';
 import root from './root/index.ts';
 import servers from './servers/index.ts';
 import users from './users/index.ts';
 import sync from './sync/index.ts';
 
-export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync];
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa];

@@ -8,6 +8,7 @@ import { rm } from '../../../readmodel/keys.ts';
 import { serverStream } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { loadInvite } from './load.ts';
+import { assertServerSlot } from '../servers/serverLimit.ts';
 
 export default defineRoute({
   method: 'POST',
@@ -21,6 +22,7 @@ export default defineRoute({
       const server = await loadServer(deps, serverId);
       if (!server) throw new AppError({ type: 'NotFound' });
       const member = await loadMember(deps, serverId, caller.userId);
+      if (!member) await assertServerSlot(deps, caller.userId);
       const ban = await deps.readModels.hgetJson<ServerBanObject>(rm.serverBans(serverId), caller.userId);
       const events = decideJoinServer(
         { userId: caller.userId, invite: invite._id },

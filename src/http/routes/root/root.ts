@@ -16,7 +16,7 @@ export default defineRoute({
       revolt: REVOLT_VERSION,
       features: {
         captcha: { enabled: false, key: '' },
-        email: false,
+        email: c.email !== undefined,
         invite_only: c.inviteOnly,
         autumn: { enabled: true, url: c.mediaPublicUrl },
         january: { enabled: false, url: '' },

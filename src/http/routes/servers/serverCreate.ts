@@ -8,6 +8,7 @@ import { serverStream } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { description1024, name32 } from '../../schemas.ts';
 import { currentServer } from './present.ts';
+import { assertServerSlot } from './serverLimit.ts';
 
 export default defineRoute({
   method: 'POST',
@@ -15,6 +16,7 @@ export default defineRoute({
   auth: 'user',
   body: z.strictObject({ name: name32, description: description1024.nullish(), nsfw: z.boolean().nullish() }),
   async handler({ deps, caller, meta, body }) {
+    await assertServerSlot(deps, caller.userId);
     const serverId = newId();
     const channelId = newId();
     const stream = serverStream(serverId);

@@ -1,0 +1,19 @@
+// Shared by the deletion routes: what deleting an account appends.
+import type { Write } from '../../../commands.ts';
+import type { DomainEvent } from '../../../domain/events.ts';
+import type { AccountState } from '../../../domain/account/state.ts';
+
+/**
+ * Deleting an account: its sessions are revoked, `AccountDeleted` is appended (the personal-data boundary
+ * destroys the account's key once it is written, `src/personal/`), and its email is released.
+ */
+export function deletionWrites(state: AccountState, first: DomainEvent[]): Write[] {
+  const events: DomainEvent[] = [
+    ...first,
+    ...Object.keys(state.sessions).map((sessionId) => ({ type: 'SessionRevoked', data: { sessionId } }) as DomainEvent),
+    { type: 'AccountDeleted', data: {} },
+  ];
+  const writes: Write[] = [{ stream: `account-${state.userId}`, scope: state.userId, expected: state.revision, events }];
+  if (state.emailKey) writes.push({ stream: `email-${state.emailKey}`, scope: state.userId, expected: 'any', events: [{ type: 'EmailReleased', data: { userId: state.userId } }] });
+  return writes;
+}

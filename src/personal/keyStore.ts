@@ -1,0 +1,101 @@
+/**
+ * The key store: one random AES-256 key per data subject (an account), kept outside the event log, so that
+ * destroying a key makes that subject's personal fields in the log unreadable for good (crypto-shredding,
+ * DESIGN §6). Also keeps the generated master secret when SECRETS_KEY is not configured.
+ *
+ * The embedded adapter is a SQLite file of its own (`DATA_DIR/keys.sqlite`: WAL, synchronous=FULL,
+ * secure_delete, the WAL checkpointed after every destruction so the key's bytes leave the disk). It is
+ * durable on purpose: never Redis, which can be flushed — a lost key is a lost account. Several processes
+ * on one machine share the file; across machines the port needs a shared durable store (see README).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3';
+
+/** Where per-subject keys live. */
+export interface KeyStore {
+  /** The subject's key, created on first use; null when the subject's key was destroyed. */
+  keyFor(subject: string): Promise<Buffer | null>;
+  /** The subject's key without creating one; null when it never existed or was destroyed. */
+  lookup(subject: string): Promise<Buffer | null>;
+  /** Destroys the subject's key for good (idempotent); a later `keyFor` answers null. */
+  destroy(subject: string): Promise<void>;
+  /** True once the subject's key was destroyed. */
+  destroyed(subject: string): Promise<boolean>;
+  /** A named service secret of `bytes` random bytes, created once and kept. */
+  serviceSecret(name: string, bytes: number): Promise<Buffer>;
+  close(): Promise<void>;
+}
+
+/** The embedded key store: a SQLite file beside the event store. */
+export class SqliteKeyStore implements KeyStore {
+  private readonly db: Database.Database;
+  private readonly getKey: Database.Statement;
+  private readonly insertKey: Database.Statement;
+  private readonly shred: Database.Statement;
+  private readonly getSecret: Database.Statement;
+  private readonly insertSecret: Database.Statement;
+
+  constructor(file: string) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    // Freed pages are overwritten with zeros, so a destroyed key does not linger in the file.
+    this.db.pragma('secure_delete = ON');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(`CREATE TABLE IF NOT EXISTS subject_keys (subject TEXT PRIMARY KEY, key BLOB, destroyed_at TEXT) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS service_secrets (name TEXT PRIMARY KEY, secret BLOB NOT NULL) WITHOUT ROWID;`);
+    this.getKey = this.db.prepare('SELECT key, destroyed_at FROM subject_keys WHERE subject = ?');
+    this.insertKey = this.db.prepare('INSERT OR IGNORE INTO subject_keys (subject, key) VALUES (?, ?)');
+    this.shred = this.db.prepare(
+      `INSERT INTO subject_keys (subject, key, destroyed_at) VALUES (?, NULL, ?)
+       ON CONFLICT(subject) DO UPDATE SET key = NULL, destroyed_at = COALESCE(destroyed_at, excluded.destroyed_at)`,
+    );
+    this.getSecret = this.db.prepare('SELECT secret FROM service_secrets WHERE name = ?');
+    this.insertSecret = this.db.prepare('INSERT OR IGNORE INTO service_secrets (name, secret) VALUES (?, ?)');
+  }
+
+  private row(subject: string): { key: Buffer | null; destroyed_at: string | null } | undefined {
+    return this.getKey.get(subject) as { key: Buffer | null; destroyed_at: string | null } | undefined;
+  }
+
+  async keyFor(subject: string): Promise<Buffer | null> {
+    const found = this.row(subject);
+    if (found) return found.key;
+    // INSERT OR IGNORE, then read back: two processes creating at once agree on one key.
+    this.insertKey.run(subject, randomBytes(32));
+    return this.row(subject)?.key ?? null;
+  }
+
+  async lookup(subject: string): Promise<Buffer | null> {
+    return this.row(subject)?.key ?? null;
+  }
+
+  async destroy(subject: string): Promise<void> {
+    const before = this.row(subject);
+    if (before && before.destroyed_at) return;
+    this.shred.run(subject, new Date().toISOString());
+    // Move the change out of the WAL into the main file (whose freed page secure_delete zeroed) and empty the WAL.
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+  }
+
+  async destroyed(subject: string): Promise<boolean> {
+    return Boolean(this.row(subject)?.destroyed_at);
+  }
+
+  async serviceSecret(name: string, bytes: number): Promise<Buffer> {
+    this.insertSecret.run(name, randomBytes(bytes));
+    return (this.getSecret.get(name) as { secret: Buffer }).secret;
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}
+
+/** Opens the key store of a data directory. */
+export function openKeyStore(dataDir: string): SqliteKeyStore {
+  return new SqliteKeyStore(path.join(dataDir, 'keys.sqlite'));
+}
