@@ -9,6 +9,8 @@ import { emojisProjection } from './emojis.ts';
 import { filesProjection } from './files.ts';
 import { messagesProjection } from './messages.ts';
 import { serversProjection } from './servers.ts';
+import { relationshipsProjection } from './relationships.ts';
+import { privateChannelsProjection } from './privateChannels.ts';
 import type { Projection } from './types.ts';
 
 export const PROJECTIONS: readonly Projection[] = [
@@ -19,4 +21,6 @@ export const PROJECTIONS: readonly Projection[] = [
   filesProjection,
   emojisProjection,
   messagesProjection,
+  relationshipsProjection,
+  privateChannelsProjection,
 ];

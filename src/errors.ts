@@ -67,7 +67,16 @@ export type ErrorBody =
   | { type: 'ShortPassword' }
   | { type: 'LockedOut' }
   | { type: 'IncorrectData'; with: string }
-  | { type: 'UnverifiedAccount' };
+  | { type: 'UnverifiedAccount' }
+  | { type: 'AlreadyFriends' }
+  | { type: 'AlreadySentRequest' }
+  | { type: 'Blocked' }
+  | { type: 'BlockedByOther' }
+  | { type: 'NotFriends' }
+  | { type: 'TooManyPendingFriendRequests'; max: number }
+  | { type: 'GroupTooLarge'; max: number }
+  | { type: 'AlreadyInGroup' }
+  | { type: 'NotInGroup' };
 
 /** Name of every error type. */
 export type ErrorType = ErrorBody['type'];
@@ -137,6 +146,15 @@ export const ERROR_STATUS = {
   LockedOut: 403,
   IncorrectData: 400,
   UnverifiedAccount: 403,
+  AlreadyFriends: 409,
+  AlreadySentRequest: 409,
+  Blocked: 409,
+  BlockedByOther: 403,
+  NotFriends: 403,
+  TooManyPendingFriendRequests: 400,
+  GroupTooLarge: 403,
+  AlreadyInGroup: 409,
+  NotInGroup: 404,
 } as const satisfies Record<ErrorType, number>;
 
 /** A typed failure. `status` overrides the table only where DESIGN §4 says so (503 for exhausted retries). */

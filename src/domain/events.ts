@@ -11,6 +11,8 @@ import { channelEvents } from './channel/events.ts';
 import { messageEvents } from './message/events.ts';
 import { serverEvents } from './server/events.ts';
 import { fileEvents } from './file/events.ts';
+import { relationshipEvents } from './relationship/events.ts';
+import { privateChannelEvents } from './private/events.ts';
 
 /** Every event schema by type name. Add an aggregate's schemas here. */
 export const EVENT_SCHEMAS = {
@@ -19,6 +21,8 @@ export const EVENT_SCHEMAS = {
   ...channelEvents,
   ...fileEvents,
   ...messageEvents,
+  ...relationshipEvents,
+  ...privateChannelEvents,
 } as const satisfies Record<string, z.ZodType>;
 
 /** Name of every event type. */

@@ -107,4 +107,16 @@ export const rm = {
   emoji: (emojiId: string) => `emoji:${emojiId}`,
   /** Hash emoji id → Emoji JSON of a server's custom emoji (projection `emojis`). */
   serverEmojis: (serverId: string) => `server:${serverId}:emojis`,
+
+  /** RelationsState JSON: a user's relationships with the `relations-<id>` revision (projection `relationships`). */
+  relations: (userId: string) => `relations:${userId}`,
+  /** PrivateChannelState JSON of Saved Notes, a DM or a group (projection `privateChannels`). */
+  privateChannel: (channelId: string) => `pchannel:${channelId}`,
+  /**
+   * Set of the private channel ids a user belongs to (projection `privateChannels`). Written from each
+   * channel's partition with SADD/SREM only; a hint: the channel's `recipients` decide.
+   */
+  userPrivateChannels: (userId: string) => `user:${userId}:dms`,
+  /** The DM channel id of two users (or a user's Saved Notes) as a JSON string (projection `privateChannels`). */
+  dmPair: (a: string, b: string) => (a <= b ? `dm:${a}:${b}` : `dm:${b}:${a}`),
 };
