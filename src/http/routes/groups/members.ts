@@ -12,7 +12,6 @@ export default defineRoute({
   method: 'GET',
   path: '/channels/:channel_id/members',
   auth: 'user',
-  permissions: ['ViewChannel'],
   async handler({ deps, caller, params }) {
     const a = await channelAccess(deps, params.channel_id!, caller.userId);
     requirePermission(a.permissions, Permission.ViewChannel);

@@ -9,7 +9,6 @@ export default defineRoute({
   method: 'PUT',
   path: '/channels/:channel_id/recipients/:user_id',
   auth: 'user',
-  permissions: ['InviteOthers'],
   async handler(rc) {
     const userId = rc.params.user_id!;
     await onPrivateChannel(rc, rc.params.channel_id!, async (a) => {
