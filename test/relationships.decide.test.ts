@@ -19,7 +19,7 @@ const pair = (mine?: RelationshipStatus, theirs?: RelationshipStatus) => ({
   me: state(A, mine ? { [B]: mine } : {}),
   them: state(B, theirs ? { [A]: theirs } : {}),
 });
-const statuses = (c: ReturnType<typeof decideAddFriend>) => [c.mine[0]!.data, c.theirs[0]!.data].map((d) => (d as { status: string }).status);
+const statuses = (c: ReturnType<typeof decideAddFriend>) => [c.mine[0]!.data, c.theirs[0]!.data].map((d) => (d as unknown as { status: string }).status);
 const errorOf = (f: () => unknown) => {
   try {
     f();
