@@ -77,7 +77,17 @@ export const privateChannelsProjection: Projection = {
       case 'GroupPermissionsSet':
         if (after) tx.emit(to(recipientsOf(after), channelId), { type: 'ChannelUpdate', id: channelId, data: { permissions: e.data.permissions }, clear: [] });
         return;
+      case 'GroupInviteCreated':
+        tx.setJson(rm.invite(e.data.code), { type: 'Group', _id: e.data.code, creator: e.data.creator, channel: channelId });
+        tx.sadd(rm.groupInvites(channelId), e.data.code);
+        return;
+      case 'GroupInviteDeleted':
+        tx.del(rm.invite(e.data.code));
+        tx.srem(rm.groupInvites(channelId), e.data.code);
+        return;
       case 'GroupDeleted':
+        for (const code of await tx.smembers(rm.groupInvites(channelId))) tx.del(rm.invite(code));
+        tx.del(rm.groupInvites(channelId));
         for (const u of e.data.recipients) tx.srem(rm.userPrivateChannels(u), channelId);
         tx.del(rm.channelMessageIds(channelId));
         tx.del(rm.channelMessages(channelId));

@@ -4,11 +4,13 @@
 // messages, default permissions), messages / reactions / pins / edits in private channels through the same
 // routes, per-viewer `relationship`, the events each person receives, Ready, and rebuild = live.
 import t from 'tap';
-import { signup, type TestUser } from './helpers/http.ts';
+import { client, signup, type TestUser } from './helpers/http.ts';
 import { createServer, dumpCurrent, dumpRebuild, join } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
 import { connectReady, type Frame } from './helpers/ws.ts';
 import { DEFAULT_PERMISSION_DIRECT_MESSAGE } from '../src/permissions/user.ts';
+import { stateAt } from '../src/cli/stateCounts.ts';
+import { createLogger } from '../src/log.ts';
 
 const LIMIT = 3; // FRIEND_REQUEST_LIMIT in this file
 const GROUP = 4; // GROUP_SIZE_LIMIT in this file
@@ -305,6 +307,41 @@ t.test('relationships, DMs and groups', async (t) => {
     for (const u of [bob, dave, erin, frank]) t.equal(byId.get(u.userId)?.relationship, 'Friend', 'friends in Ready');
     t.ok(ready.channels.some((c: Frame) => c._id === dmId && c.channel_type === 'DirectMessage'), 'the DM in Ready');
     t.ok(byId.has(carol.userId), 'a DM recipient who is no friend is listed');
+  });
+
+  t.test('group invites through the invite routes', async (t) => {
+    const g = (await alice.api.post('/channels/create', { name: 'Invited', users: [bob.userId] })).body;
+    const inv = await bob.api.post(`/channels/${g._id}/invites`);
+    t.same([inv.status, inv.body.type, inv.body.creator, inv.body.channel], [200, 'Group', bob.userId, g._id], 'a member creates one');
+    t.same((await bob.api.post(`/channels/${dmId}/invites`)).body.type, 'InvalidOperation', 'not for a DM');
+    t.equal((await hank.api.post(`/channels/${g._id}/invites`)).status, 404, 'a non-member');
+    const info = await client(s).get(`/invites/${inv.body._id}`);
+    t.same(info.body, { type: 'Group', code: inv.body._id, channel_id: g._id, channel_name: 'Invited', user_name: bob.username }, 'public info');
+    const wsA = await connectReady(s, alice.token);
+    t.teardown(() => wsA.close());
+    const joined = await hank.api.post(`/invites/${inv.body._id}`);
+    t.same([joined.status, joined.body.type, joined.body.channel._id, joined.body.users.length], [200, 'Group', g._id, 3], 'a stranger joins');
+    t.equal((await wsA.waitFor((e) => e.type === 'ChannelGroupJoin' && e.id === g._id)).user, hank.userId);
+    t.same((await alice.api.get(`/channels/${g._id}/messages?limit=1`)).body[0].system, { type: 'user_added', id: hank.userId, by: bob.userId });
+    t.same((await hank.api.post(`/invites/${inv.body._id}`)).body.type, 'AlreadyInGroup');
+    t.same((await alice.api.del(`/invites/${inv.body._id}`)).body.type, 'NotOwner', 'only its creator deletes it');
+    t.equal((await bob.api.del(`/invites/${inv.body._id}`)).status, 204);
+    t.equal((await client(s).get(`/invites/${inv.body._id}`)).status, 404, 'gone');
+    const again = (await bob.api.post(`/channels/${g._id}/invites`)).body._id;
+    for (const u of [hank, bob, alice]) await u.api.del(`/channels/${g._id}`);
+    t.equal((await client(s).get(`/invites/${again}`)).status, 404, "a deleted group's invites go with it");
+  });
+
+  t.test('events state --at counts the private state', async (t) => {
+    const now = (await s.store.headPosition())!;
+    const st = await stateAt({ store: s.store, redisUrl: s.config.redisUrl, prefix: s.prefix, position: now, log: createLogger('silent'), keep: false });
+    const dms = (await Promise.all(users.map((u) => u.api.get('/users/dms')))).flatMap((r) => r.body as Frame[]);
+    const unique = new Map(dms.map((c) => [c._id, c.channel_type]));
+    t.equal(st.direct_messages, [...unique.values()].filter((c) => c === 'DirectMessage').length);
+    t.equal(st.saved_notes, 1);
+    t.equal(st.groups, 0, 'every group of this file was left');
+    const friendships = (await Promise.all(users.map(async (u) => (await Promise.all(users.map((o) => u.api.get(`/users/${o.userId}`)))).filter((r) => r.body.relationship === 'Friend').length)));
+    t.equal(st.friendships, friendships.reduce((a, b) => a + b, 0) / 2);
   });
 
   t.test('rebuild equals live', async (t) => {

@@ -117,6 +117,8 @@ export const rm = {
    * channel's partition with SADD/SREM only; a hint: the channel's `recipients` decide.
    */
   userPrivateChannels: (userId: string) => `user:${userId}:dms`,
+  /** Set of a group's invite codes, to drop them with it (projection `privateChannels`). */
+  groupInvites: (channelId: string) => `pchannel:${channelId}:invites`,
   /** The DM channel id of two users (or a user's Saved Notes) as a JSON string (projection `privateChannels`). */
   dmPair: (a: string, b: string) => (a <= b ? `dm:${a}:${b}` : `dm:${b}:${a}`),
 };

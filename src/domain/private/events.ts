@@ -49,6 +49,11 @@ export type PrivateChannelObject = z.infer<typeof PrivateChannelObject>;
 /** A group channel. */
 export type GroupObject = z.infer<typeof GroupObject>;
 
+/** A group invite as stored in `invite:<code>` and served (Stoat's `Invite::Group`). */
+export const GroupInviteObject = z.object({ type: z.literal('Group'), _id: z.string(), creator: z.string(), channel: z.string() });
+/** A stored group invite. */
+export type GroupInviteObject = z.infer<typeof GroupInviteObject>;
+
 /** Removable group fields. */
 export const FieldsGroup = z.enum(['Description', 'Icon']);
 
@@ -79,6 +84,10 @@ export const privateChannelEvents = {
   }),
   /** The group's member permission value was replaced. */
   GroupPermissionsSet: z.object({ channelId: z.string(), permissions: z.number().int().nonnegative() }),
+  /** A group invite was created by `creator` (a recipient with InviteOthers). */
+  GroupInviteCreated: z.object({ channelId: z.string(), code: z.string(), creator: z.string() }),
+  /** A group invite was deleted by its creator. */
+  GroupInviteDeleted: z.object({ channelId: z.string(), code: z.string() }),
   /** The last member left: the group is gone. `recipients` = who was told. */
   GroupDeleted: z.object({ channelId: z.string(), recipients: z.array(z.string()) }),
 };
