@@ -332,6 +332,22 @@ t.test('relationships, DMs and groups', async (t) => {
     t.equal((await client(s).get(`/invites/${again}`)).status, 404, "a deleted group's invites go with it");
   });
 
+  t.test('friends hear presence without a shared server; others do not', async (t) => {
+    const [x, y, z] = await Promise.all([signup(s), signup(s), signup(s)]);
+    await befriend(x, y);
+    const wsX = await connectReady(s, x.token);
+    const wsZ = await connectReady(s, z.token);
+    t.teardown(() => (wsX.close(), wsZ.close()));
+    const fromZ = wsZ.presence.length;
+    const wsY = await connectReady(s, y.token);
+    t.teardown(() => wsY.close());
+    await wsX.waitForPresence((e) => e.id === y.userId && e.data.online === true);
+    // z learns nothing of y: x's presence frames and z's own arrive, never one about y.
+    const wsZ2 = await connectReady(s, z.token);
+    t.teardown(() => wsZ2.close());
+    t.notOk(wsZ.presence.slice(fromZ).some((e) => e.id === y.userId), 'a stranger hears nothing');
+  });
+
   t.test('events state --at counts the private state', async (t) => {
     const now = (await s.store.headPosition())!;
     const st = await stateAt({ store: s.store, redisUrl: s.config.redisUrl, prefix: s.prefix, position: now, log: createLogger('silent'), keep: false });
@@ -341,7 +357,7 @@ t.test('relationships, DMs and groups', async (t) => {
     t.equal(st.saved_notes, 1);
     t.equal(st.groups, 0, 'every group of this file was left');
     const friendships = (await Promise.all(users.map(async (u) => (await Promise.all(users.map((o) => u.api.get(`/users/${o.userId}`)))).filter((r) => r.body.relationship === 'Friend').length)));
-    t.equal(st.friendships, friendships.reduce((a, b) => a + b, 0) / 2);
+    t.equal(st.friendships, friendships.reduce((a, b) => a + b, 0) / 2 + 1, 'the pairs among these users, and x–y of the presence test');
   });
 
   t.test('rebuild equals live', async (t) => {

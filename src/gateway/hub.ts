@@ -29,6 +29,7 @@ import type { MemberObject } from '../domain/models.ts';
 import { rm } from '../readmodel/keys.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
 import { FactsCache } from './facts.ts';
+import type { RelationsState } from '../domain/relationship/state.ts';
 import { CLIENT_EVENT_TYPES, INTERNAL_EVENT_TYPES } from './protocol.ts';
 import type { GatewaySocket, QueuedEvent } from './socket.ts';
 
@@ -36,6 +37,8 @@ import type { GatewaySocket, QueuedEvent } from './socket.ts';
 interface Dispatched extends QueuedEvent {
   /** For `userPresence`: the servers the user is a member of. */
   presence?: Set<string>;
+  /** For `userPresence`: the users who see it through a relationship (friends and pending requests). */
+  related?: Set<string>;
   /** The payload serialised (once, on first use). */
   text?: string;
   /** For a profile's `UserUpdate`: the payload for the others, with `online` as they may see it. */
@@ -212,6 +215,9 @@ export class Hub {
       // A user whose status is Invisible comes online for their own sockets only.
       const hidden = data?.online === true && (await this.o.readModels.getJson<UserProfile>(rm.user(userId)))?.status?.presence === 'Invisible';
       ev.presence = hidden ? new Set() : new Set(await this.o.readModels.smembers(rm.userServers(userId)));
+      // Friends and pending requests hear of the user too (bonfire subscribes them to the user).
+      const relations = hidden ? null : await this.o.readModels.getJson<RelationsState>(rm.relations(userId));
+      ev.related = new Set(Object.keys(relations?.relations ?? {}).filter((u) => ['Friend', 'Incoming', 'Outgoing'].includes(relations!.relations[u]!)));
       if (ev.payload.type === 'UserUpdate' && data && !('online' in data)) {
         // A profile change (the whole profile): the others also learn whether the user is online as they may
         // see it, so turning Invisible on or off shows at once.
@@ -244,6 +250,7 @@ export class Hub {
       case 'userPresence': {
         const out = new Set(this.socketsOf(r.userId));
         for (const serverId of ev.presence ?? []) for (const s of this.byServer.get(serverId) ?? []) out.add(s);
+        for (const u of ev.related ?? []) for (const s of this.socketsOf(u)) out.add(s);
         return [...out];
       }
     }
@@ -335,7 +342,7 @@ export class Hub {
         return;
       case 'userPresence':
         if (s.userId === r.userId) s.sendText(textOf(ev));
-        else if (sharesServer(s, ev.presence)) s.sendText(ev.othersText ?? textOf(ev));
+        else if (sharesServer(s, ev.presence) || ev.related?.has(s.userId)) s.sendText(ev.othersText ?? textOf(ev));
         return;
       case 'channel':
         if (s.servers.has(r.serverId)) await this.deliverInChannel(s, r.serverId, r.channelId, ev);
