@@ -237,6 +237,8 @@ t.test('relationships, DMs and groups', async (t) => {
     // Removing: the owner only.
     const notOwner = await bob.api.del(`/channels/${id}/recipients/${erin.userId}`);
     t.same([notOwner.status, notOwner.body.type, notOwner.body.permission], [403, 'MissingPermission', 'ManageChannel']);
+    t.same((await bob.api.del(`/channels/${id}/recipients/01HZZZZZZZZZZZZZZZZZZZZZZZ`)).body.permission, 'ManageChannel', 'the owner check comes before the lookup');
+    t.same((await alice.api.del(`/channels/${id}/recipients/not-an-id`)).status, 404, 'a malformed user id');
     t.same((await alice.api.del(`/channels/${id}/recipients/${alice.userId}`)).body.type, 'CannotRemoveYourself');
     t.same((await alice.api.del(`/channels/${id}/recipients/${frank.userId}`)).body.type, 'NotInGroup');
     t.equal((await alice.api.del(`/channels/${id}/recipients/${erin.userId}`)).status, 204);
