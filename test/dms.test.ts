@@ -10,6 +10,7 @@ import { startTestService } from './helpers/service.ts';
 import { connectReady, type Frame } from './helpers/ws.ts';
 import { DEFAULT_PERMISSION_DIRECT_MESSAGE } from '../src/permissions/user.ts';
 import { stateAt } from '../src/cli/stateCounts.ts';
+import { uploadImage } from './helpers/messages.ts';
 import { createLogger } from '../src/log.ts';
 
 const LIMIT = 3; // FRIEND_REQUEST_LIMIT in this file
@@ -332,6 +333,21 @@ t.test('relationships, DMs and groups', async (t) => {
     const again = (await bob.api.post(`/channels/${g._id}/invites`)).body._id;
     for (const u of [hank, bob, alice]) await u.api.del(`/channels/${g._id}`);
     t.equal((await client(s).get(`/invites/${again}`)).status, 404, "a deleted group's invites go with it");
+  });
+
+  t.test('group icons: an icons upload on create and PATCH, removed with remove: [Icon]', async (t) => {
+    const icon = await uploadImage(s, alice, 'icons');
+    const g = await alice.api.post('/channels/create', { name: 'Iconic', icon });
+    t.same([g.status, g.body.icon?._id, g.body.icon?.tag], [200, icon, 'icons']);
+    t.same((await alice.api.post('/channels/create', { name: 'again', icon })).status, 404, 'an upload is used once');
+    const next = await uploadImage(s, alice, 'icons');
+    const p = await alice.api.patch(`/channels/${g.body._id}`, { icon: next });
+    t.same([p.status, p.body.icon?._id], [200, next]);
+    t.same((await alice.api.get(`/channels/${g.body._id}/messages?limit=1`)).body[0].system, { type: 'channel_icon_changed', by: alice.userId });
+    const cleared = await alice.api.patch(`/channels/${g.body._id}`, { remove: ['Icon', 'Description'] });
+    t.same([cleared.status, 'icon' in cleared.body], [200, false]);
+    t.same((await alice.api.patch(`/channels/${g.body._id}`, { remove: ['DefaultPermissions'] })).body.type, 'InvalidOperation', 'a server-only field');
+    await alice.api.del(`/channels/${g.body._id}`);
   });
 
   t.test('friends hear presence without a shared server; others do not', async (t) => {
