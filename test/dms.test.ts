@@ -17,7 +17,8 @@ const LIMIT = 3; // FRIEND_REQUEST_LIMIT in this file
 const GROUP = 4; // GROUP_SIZE_LIMIT in this file
 
 t.test('relationships, DMs and groups', async (t) => {
-  const s = await startTestService(t, { RATE_LIMITS: 'off', FRIEND_REQUEST_LIMIT: String(LIMIT), GROUP_SIZE_LIMIT: String(GROUP) });
+  // Two projector partitions: a relationship change spans two users' partitions, a private channel is its own.
+  const s = await startTestService(t, { RATE_LIMITS: 'off', FRIEND_REQUEST_LIMIT: String(LIMIT), GROUP_SIZE_LIMIT: String(GROUP), PROJECTOR_PARTITIONS: '2' });
   const users: TestUser[] = await Promise.all(Array.from({ length: 8 }, () => signup(s)));
   const [alice, bob, carol, dave, erin, frank, gina, hank] = users as [TestUser, TestUser, TestUser, TestUser, TestUser, TestUser, TestUser, TestUser];
   const rel = async (viewer: TestUser, other: TestUser) => (await viewer.api.get(`/users/${other.userId}`)).body.relationship as string;
