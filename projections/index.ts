@@ -11,6 +11,8 @@ import { messagesProjection } from './messages.ts';
 import { serversProjection } from './servers.ts';
 import { unreadsProjection } from './unreads.ts';
 import { settingsProjection } from './settings.ts';
+import { relationshipsProjection } from './relationships.ts';
+import { privateChannelsProjection } from './privateChannels.ts';
 import type { Projection } from './types.ts';
 
 export const PROJECTIONS: readonly Projection[] = [
@@ -23,4 +25,6 @@ export const PROJECTIONS: readonly Projection[] = [
   messagesProjection,
   unreadsProjection,
   settingsProjection,
+  relationshipsProjection,
+  privateChannelsProjection,
 ];

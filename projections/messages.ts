@@ -10,7 +10,8 @@ import { MESSAGE_STREAM, messageEvents } from '../src/domain/message/events.ts';
 import { evolveMessage, presentMessage, type MessageState } from '../src/domain/message/state.ts';
 import type { ChannelState } from '../src/domain/channel/state.ts';
 import { rm } from '../src/readmodel/keys.ts';
-import type { Projection, ProjectionTx } from './types.ts';
+import { recipientsOf, type PrivateChannelState } from '../src/domain/private/state.ts';
+import type { ClientEventRoute, Projection, ProjectionTx } from './types.ts';
 
 /** Removes every message of a channel. */
 function deleteChannelMessages(tx: ProjectionTx, channelId: string): void {
@@ -18,13 +19,23 @@ function deleteChannelMessages(tx: ProjectionTx, channelId: string): void {
   tx.del(rm.channelMessages(channelId));
 }
 
+/**
+ * Who hears of a channel's messages: a server channel's viewers, or a private channel's recipients (its
+ * messages share its scope, so its state is in this partition). Null when the channel is gone.
+ */
+async function routeOf(tx: ProjectionTx, channelId: string): Promise<ClientEventRoute | null> {
+  const channel = await tx.getJson<ChannelState>(rm.channel(channelId));
+  if (channel) return { kind: 'channel', serverId: channel.server, channelId };
+  const priv = await tx.getJson<PrivateChannelState>(rm.privateChannel(channelId));
+  return priv ? { kind: 'users', userIds: recipientsOf(priv), channelId } : null;
+}
+
 async function applyMessageEvent(e: StoredEvent, tx: ProjectionTx): Promise<void> {
   const messageId = e.stream.slice(MESSAGE_STREAM.length);
   const channelId = e.type === 'MessageSent' ? e.data.message.channel : (e.data as { channel: string }).channel;
-  const channel = await tx.getJson<ChannelState>(rm.channel(channelId));
+  const route = await routeOf(tx, channelId);
   // A message sent while its channel was being deleted lands after the deletion: nothing to keep.
-  if (!channel) return;
-  const route = { kind: 'channel', serverId: channel.server, channelId } as const;
+  if (!route) return;
   // A new message has no earlier state, so there is nothing to read.
   const before = e.type === 'MessageSent' ? null : await tx.hgetJson<MessageState>(rm.channelMessages(channelId), messageId);
   if (e.type !== 'MessageSent' && !before) return;

@@ -84,4 +84,9 @@ export type ClientEventRoute =
   /** Sockets of one user. */
   | { kind: 'user'; userId: string }
   /** Sockets of every user that shares a server with the user (and the user). */
-  | { kind: 'userPresence'; userId: string };
+  | { kind: 'userPresence'; userId: string }
+  /**
+   * Sockets of the listed users: the recipients of a private channel (Saved Notes, DM, group) for its channel
+   * and message events (`channelId` names it, so typing and the socket's private-channel set follow).
+   */
+  | { kind: 'users'; userIds: string[]; channelId?: string };

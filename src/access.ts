@@ -29,8 +29,11 @@ import type { MemberObject, ServerChannelObject } from './domain/models.ts';
 import type { CallerFacts } from './domain/server/caller.ts';
 import { channelPermissionsOf, rankingOf, serverPermissionsOf } from './domain/server/permissions.ts';
 import type { ServerState } from './domain/server/state.ts';
-import { Permission } from './permissions/bits.ts';
+import { GRANT_ALL_SAFE, Permission } from './permissions/bits.ts';
 import { has } from './permissions/calculate.ts';
+import { DEFAULT_PERMISSION_DIRECT_MESSAGE, DEFAULT_PERMISSION_VIEW_ONLY } from './permissions/user.ts';
+import { statusOf, type RelationsState } from './domain/relationship/state.ts';
+import { recipientsOf, type PrivateChannelState } from './domain/private/state.ts';
 import { rm } from './readmodel/keys.ts';
 
 export { requirePermission, requireAll } from './permissions/calculate.ts';
@@ -55,6 +58,10 @@ export interface ServerAccess {
 
 /** A member's access to a server channel. */
 export interface ChannelAccess {
+  /** A server channel. */
+  kind: 'server';
+  /** Partition scope of the channel's streams and messages: its server id. */
+  scope: string;
   /** The stored channel (Stoat's TextChannel plus `revision`, the expected revision of `channel-<id>`; -1 = no stream yet). */
   channel: ChannelState;
   /** The channel's server. */
@@ -65,6 +72,67 @@ export interface ChannelAccess {
   permissions: bigint;
   /** The caller owns the server. */
   isOwner: boolean;
+}
+
+/** A recipient's access to a private channel (Saved Notes, DM, group). */
+export interface PrivateChannelAccess {
+  kind: 'private';
+  /** Partition scope of the channel's streams and messages: the channel id itself. */
+  scope: string;
+  /** The stored channel (with the revision of `channel-<id>`). */
+  channel: PrivateChannelState;
+  /**
+   * Stoat's values: Saved Notes GrantAllSafe; a DM Stoat's DM default when the users may message each other
+   * (friends), else view only; a group GrantAllSafe for its owner, else view only plus the group's value.
+   */
+  permissions: bigint;
+  /** The caller owns the group (or the Saved Notes). */
+  isOwner: boolean;
+}
+
+/** Access to any channel: a server channel or a private one. */
+export type AnyChannelAccess = ChannelAccess | PrivateChannelAccess;
+
+/** The stored private channel, or null (no recipient check). */
+export async function loadPrivateChannel(deps: AccessDeps, channelId: string): Promise<PrivateChannelState | null> {
+  return deps.readModels.getJson<PrivateChannelState>(rm.privateChannel(channelId));
+}
+
+/** A user's relationships (empty when they never had any). */
+export async function loadRelations(deps: AccessDeps, userId: string): Promise<RelationsState> {
+  return (await deps.readModels.getJson<RelationsState>(rm.relations(userId))) ?? { userId, relations: {}, revision: -1 };
+}
+
+/** The channel permission value of a recipient of a private channel (pure; `relations` = the caller's, for DMs). */
+export function privateChannelPermissions(channel: PrivateChannelState, userId: string, relations: RelationsState | null): bigint {
+  switch (channel.channel_type) {
+    case 'SavedMessages':
+      return channel.user === userId ? GRANT_ALL_SAFE : 0n;
+    case 'DirectMessage': {
+      if (!channel.recipients.includes(userId)) return 0n;
+      const other = channel.recipients.find((u) => u !== userId) ?? userId;
+      // Sharing this DM is a mutual connection, so only friendship (or being the same user) allows SendMessage.
+      const s = statusOf(relations, other);
+      return s === 'Friend' || s === 'User' ? DEFAULT_PERMISSION_DIRECT_MESSAGE : DEFAULT_PERMISSION_VIEW_ONLY;
+    }
+    case 'Group':
+      if (channel.owner === userId) return GRANT_ALL_SAFE;
+      if (!channel.recipients.includes(userId)) return 0n;
+      return DEFAULT_PERMISSION_VIEW_ONLY | BigInt(channel.permissions ?? Number(DEFAULT_PERMISSION_DIRECT_MESSAGE));
+  }
+}
+
+/** A recipient's access to a private channel; 404 NotFound for anyone else. */
+export async function privateChannelAccess(deps: AccessDeps, channel: PrivateChannelState, userId: string): Promise<PrivateChannelAccess> {
+  if (!recipientsOf(channel).includes(userId)) throw new AppError({ type: 'NotFound' });
+  const relations = channel.channel_type === 'DirectMessage' ? await loadRelations(deps, userId) : null;
+  return {
+    kind: 'private',
+    scope: channel._id,
+    channel,
+    permissions: privateChannelPermissions(channel, userId, relations),
+    isOwner: channel.channel_type === 'Group' ? channel.owner === userId : channel.channel_type === 'SavedMessages',
+  };
 }
 
 /** The stored server, or null (no membership check: for internal use such as invites). */
@@ -112,13 +180,33 @@ export async function serverAccess(deps: AccessDeps, serverId: string, userId: s
  * the user is not a member of its server. It does not require ViewChannel: callers check the bits they need
  * (`requirePermission(a.permissions, Permission.ViewChannel)` first on channel routes → 403 MissingPermission).
  */
-export async function channelAccess(deps: AccessDeps, channelId: string, userId: string): Promise<ChannelAccess> {
+export async function serverChannelAccess(deps: AccessDeps, channelId: string, userId: string): Promise<ChannelAccess> {
   const channel = await loadChannel(deps, channelId);
   if (!channel) throw new AppError({ type: 'NotFound' });
+  return accessToServerChannel(deps, channel, userId);
+}
+
+/**
+ * The caller's access to any channel: a server channel as `serverChannelAccess` (the eight steps), else a
+ * private channel (Stoat's DM / group / Saved Notes values). 404 NotFound for a missing channel, a non-member
+ * of its server, or a non-recipient. Callers check the bits they need, ViewChannel first.
+ */
+export async function channelAccess(deps: AccessDeps, channelId: string, userId: string): Promise<AnyChannelAccess> {
+  const channel = await loadChannel(deps, channelId);
+  if (channel) return accessToServerChannel(deps, channel, userId);
+  const priv = await loadPrivateChannel(deps, channelId);
+  if (!priv) throw new AppError({ type: 'NotFound' });
+  return privateChannelAccess(deps, priv, userId);
+}
+
+async function accessToServerChannel(deps: AccessDeps, channel: ChannelState, userId: string): Promise<ChannelAccess> {
+  const channelId = channel._id;
   const { server, member } = await serverAndMember(deps, channel.server, userId);
   // The channel read above may predate a deletion that the server read saw: a deleted channel is gone.
   if (!server.channels.includes(channelId)) throw new AppError({ type: 'NotFound' });
   return {
+    kind: 'server',
+    scope: server._id,
     channel,
     server,
     member,

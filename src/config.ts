@@ -67,6 +67,10 @@ const schema = z
       .optional()
       .transform((s) => (s === undefined ? undefined : s.split(',').map(Number))),
     SERVER_CHANNEL_LIMIT: z.coerce.number().int().min(1).max(100_000).default(200),
+    /** Most members of a group (Stoat's `group_size`, 100). */
+    GROUP_SIZE_LIMIT: z.coerce.number().int().min(2).max(10_000).default(100),
+    /** Most pending outgoing friend requests per user (Stoat's `outgoing_friend_requests`, 10). */
+    FRIEND_REQUEST_LIMIT: z.coerce.number().int().min(1).max(10_000).default(10),
     RATE_LIMITS: z.enum(['on', 'off']).default('on'),
     VOICE_ENABLED: bool.default(false),
     LIVEKIT_URL: livekitUrl.optional(),
@@ -179,6 +183,10 @@ export interface Config {
   projectorPartition: number[] | undefined;
   projectorLeaseMs: number;
   serverChannelLimit: number;
+  /** GROUP_SIZE_LIMIT: most members of a group. */
+  groupSizeLimit: number;
+  /** FRIEND_REQUEST_LIMIT: most pending outgoing friend requests. */
+  friendRequestLimit: number;
   rateLimits: boolean;
   /** Voice through LiveKit (DESIGN §4 "voice"): the three LiveKit settings exist exactly when it is enabled. */
   voice: VoiceConfig;
@@ -277,6 +285,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     projectorPartition: c.PROJECTOR_PARTITION,
     projectorLeaseMs: c.PROJECTOR_LEASE_MS,
     serverChannelLimit: c.SERVER_CHANNEL_LIMIT,
+    groupSizeLimit: c.GROUP_SIZE_LIMIT,
+    friendRequestLimit: c.FRIEND_REQUEST_LIMIT,
     rateLimits: c.RATE_LIMITS === 'on',
     voice: voiceConfig(c),
     logLevel: c.LOG_LEVEL,

@@ -73,7 +73,16 @@ export type ErrorBody =
   | { type: 'InvalidToken' }
   | { type: 'OperationFailed' }
   | { type: 'TotpAlreadyEnabled' }
-  | { type: 'DisallowedMFAMethod' };
+  | { type: 'DisallowedMFAMethod' }
+  | { type: 'AlreadyFriends' }
+  | { type: 'AlreadySentRequest' }
+  | { type: 'Blocked' }
+  | { type: 'BlockedByOther' }
+  | { type: 'NotFriends' }
+  | { type: 'TooManyPendingFriendRequests'; max: number }
+  | { type: 'GroupTooLarge'; max: number }
+  | { type: 'AlreadyInGroup' }
+  | { type: 'NotInGroup' };
 
 /** Name of every error type. */
 export type ErrorType = ErrorBody['type'];
@@ -149,6 +158,15 @@ export const ERROR_STATUS = {
   OperationFailed: 400,
   TotpAlreadyEnabled: 400,
   DisallowedMFAMethod: 400,
+  AlreadyFriends: 409,
+  AlreadySentRequest: 409,
+  Blocked: 409,
+  BlockedByOther: 403,
+  NotFriends: 403,
+  TooManyPendingFriendRequests: 400,
+  GroupTooLarge: 403,
+  AlreadyInGroup: 409,
+  NotInGroup: 404,
 } as const satisfies Record<ErrorType, number>;
 
 /** A typed failure. `status` overrides the table only where DESIGN §4 says so (503 for exhausted retries). */

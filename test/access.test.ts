@@ -2,7 +2,7 @@
 // 404 for missing objects and non-members, the channel steps, and timeouts judged by the injected clock.
 import t from 'tap';
 import type tap from 'tap';
-import { channelAccess, serverAccess, visibleChannels } from '../src/access.ts';
+import { channelAccess, serverAccess, serverChannelAccess, visibleChannels } from '../src/access.ts';
 import { AppError } from '../src/errors.ts';
 import { ALLOW_IN_TIMEOUT, DEFAULT_PERMISSION_SERVER, GRANT_ALL_SAFE, Permission as P } from '../src/permissions/bits.ts';
 import { NO_RANKING, OWNER_RANKING } from '../src/permissions/calculate.ts';
@@ -44,7 +44,7 @@ t.test('serverAccess and channelAccess', async (t) => {
   });
 
   t.test('channel access: the steps, 404s', async (t) => {
-    const c = await channelAccess(deps, srv.general, member.userId);
+    const c = await serverChannelAccess(deps, srv.general, member.userId);
     t.equal(c.channel._id, srv.general);
     t.equal(c.server._id, srv.id);
     t.equal(c.isOwner, false);

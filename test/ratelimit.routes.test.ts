@@ -96,6 +96,18 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['POST', '/auth/mfa/totp', 'catch-all', 'route'],
   ['PUT', '/auth/mfa/totp', 'catch-all', 'route'],
   ['DELETE', '/auth/mfa/totp', 'catch-all', 'route'],
+  ['POST', '/users/friend', 'catch-all', 'route'],
+  ['PUT', '/users/:user_id/friend', 'catch-all', 'route'],
+  ['DELETE', '/users/:user_id/friend', 'catch-all', 'route'],
+  ['PUT', '/users/:user_id/block', 'catch-all', 'route'],
+  ['DELETE', '/users/:user_id/block', 'catch-all', 'route'],
+  ['GET', '/users/:user_id/mutual', 'catch-all', 'route'],
+  ['GET', '/users/:user_id/dm', 'catch-all', 'route'],
+  ['GET', '/users/dms', 'catch-all', 'route'],
+  ['POST', '/channels/create', 'catch-all', 'route'],
+  ['PUT', '/channels/:channel_id/recipients/:user_id', 'channels', 'channel_id'],
+  ['DELETE', '/channels/:channel_id/recipients/:user_id', 'channels', 'channel_id'],
+  ['GET', '/channels/:channel_id/members', 'channels', 'channel_id'],
 ];
 
 t.test('every registered route falls in its bucket, keyed as the table says', async (t) => {

@@ -1,7 +1,7 @@
 /**
  * What `events state` prints about a read-model generation (usually one rebuilt as it was at a past
- * position): counts of accounts, users, servers, channels, roles, members, bans, invites, emoji, messages and
- * audit entries, and, for one server, a summary an operator investigating an incident can read: its name,
+ * position): counts of accounts, users, servers, channels, roles, members, bans, invites, emoji, messages,
+ * audit entries, friendships, friend requests, blocks, Saved Notes, DMs and groups, and, for one server, a summary an operator investigating an incident can read: its name,
  * owner, channels (with their message counts), categories, roles with their permissions, member, ban, invite
  * and emoji counts and its latest audit entries.
  * `stateAt` rebuilds the read models up to a position into a separate prefix and reads them; the counts
@@ -14,6 +14,8 @@ import { deleteKeys, rebuild } from '../../projections/rebuild.ts';
 import type { AuditEntry } from '../domain/audit/entries.ts';
 import type { ChannelState } from '../domain/channel/state.ts';
 import type { ServerState } from '../domain/server/state.ts';
+import type { RelationsState } from '../domain/relationship/state.ts';
+import type { PrivateChannelState } from '../domain/private/state.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { generationPrefix, rm } from '../readmodel/keys.ts';
 
@@ -33,6 +35,16 @@ export interface ReadModelCounts {
   emojis: number;
   messages: number;
   audit_entries: number;
+  /** Friendships (each pair once). */
+  friendships: number;
+  /** Pending friend requests (each once). */
+  friend_requests: number;
+  /** Blocks (each blocking user's entry). */
+  blocks: number;
+  /** Private channels by kind. */
+  saved_notes: number;
+  direct_messages: number;
+  groups: number;
 }
 
 /** Every key under a prefix, without the prefix. */
@@ -78,6 +90,9 @@ export async function countReadModels(redis: Redis, genPrefix: string): Promise<
   const keys = (family: string) => families.get(family) ?? [];
   const hlen = async (family: string) => sum(await batched(redis, keys(family), (p, k) => p.hlen(genPrefix + k), Number));
   const servers = await batched(redis, keys('server'), (p, k) => p.get(genPrefix + k), (raw) => JSON.parse(raw as string) as ServerState);
+  const relations = await batched(redis, keys('relations'), (p, k) => p.get(genPrefix + k), (raw) => JSON.parse(raw as string) as RelationsState);
+  const statuses = relations.flatMap((r) => Object.values(r.relations));
+  const privates = await batched(redis, keys('pchannel'), (p, k) => p.get(genPrefix + k), (raw) => (JSON.parse(raw as string) as PrivateChannelState).channel_type);
   return {
     accounts: keys('account').length,
     users: keys('user').length,
@@ -90,6 +105,12 @@ export async function countReadModels(redis: Redis, genPrefix: string): Promise<
     emojis: keys('emoji').length,
     messages: await hlen('channel:messages'),
     audit_entries: await hlen('audit:entries'),
+    friendships: statuses.filter((s) => s === 'Friend').length / 2,
+    friend_requests: statuses.filter((s) => s === 'Outgoing').length,
+    blocks: statuses.filter((s) => s === 'Blocked').length,
+    saved_notes: privates.filter((c) => c === 'SavedMessages').length,
+    direct_messages: privates.filter((c) => c === 'DirectMessage').length,
+    groups: privates.filter((c) => c === 'Group').length,
   };
 }
 

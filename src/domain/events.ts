@@ -13,6 +13,8 @@ import { serverEvents } from './server/events.ts';
 import { fileEvents } from './file/events.ts';
 import { unreadEvents } from './unreads/events.ts';
 import { settingsEvents } from './settings/events.ts';
+import { relationshipEvents } from './relationship/events.ts';
+import { privateChannelEvents } from './private/events.ts';
 
 /** Every event schema by type name. Add an aggregate's schemas here. */
 export const EVENT_SCHEMAS = {
@@ -23,6 +25,8 @@ export const EVENT_SCHEMAS = {
   ...messageEvents,
   ...unreadEvents,
   ...settingsEvents,
+  ...relationshipEvents,
+  ...privateChannelEvents,
 } as const satisfies Record<string, z.ZodType>;
 
 /** Name of every event type. */

@@ -74,6 +74,7 @@ export interface Gateway {
 
 /** A typing relay message on the pub/sub channel. */
 interface TypingMessage {
+  /** The channel's server; '' for a private channel. */
   server: string;
   channel: string;
   user: string;
@@ -127,7 +128,9 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       return;
     }
     const frame = { type: m.start ? 'ChannelStartTyping' : 'ChannelStopTyping', id: m.channel, user: m.user };
-    for (const s of hub.subscribersOf(m.server)) if (s.state === 'ready' && s.sees(m.server, m.channel)) s.send(frame);
+    // A private channel's typing (no server) goes to the sockets told about that channel.
+    if (m.server === '') for (const s of hub.privateSubscribersOf(m.channel)) s.send(frame);
+    else for (const s of hub.subscribersOf(m.server)) if (s.state === 'ready' && s.sees(m.server, m.channel)) s.send(frame);
   });
   await typingSub.subscribe(typingChannel);
 
@@ -157,7 +160,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       if (!ready) return fail(s, { type: 'OnboardingNotFinished' });
       s.send({ type: 'Authenticated' });
       s.send(ready.frame);
-      await hub.activate(s, ready.visible);
+      await hub.activate(s, ready.visible, ready.privateChannels, ready.relations);
       if (!s.isClosed()) {
         s.present = true;
         presence.connected(s.userId);
@@ -208,6 +211,11 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       case 'BeginTyping':
       case 'EndTyping': {
         // Only a channel the socket can see: its server is the one whose visible set holds it.
+        if (s.privateChannels.has(f.channel)) {
+          const m: TypingMessage = { server: '', channel: f.channel, user: s.userId, start: f.type === 'BeginTyping' };
+          void o.readModels.redis.publish(typingChannel, JSON.stringify(m)).catch(() => {});
+          return;
+        }
         for (const [serverId, channels] of s.servers) {
           if (!channels.has(f.channel)) continue;
           const m: TypingMessage = { server: serverId, channel: f.channel, user: s.userId, start: f.type === 'BeginTyping' };

@@ -29,6 +29,7 @@ import type { MemberObject } from '../domain/models.ts';
 import { rm } from '../readmodel/keys.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
 import { FactsCache } from './facts.ts';
+import type { RelationsState } from '../domain/relationship/state.ts';
 import { CLIENT_EVENT_TYPES, INTERNAL_EVENT_TYPES } from './protocol.ts';
 import type { GatewaySocket, QueuedEvent } from './socket.ts';
 
@@ -36,6 +37,8 @@ import type { GatewaySocket, QueuedEvent } from './socket.ts';
 interface Dispatched extends QueuedEvent {
   /** For `userPresence`: the servers the user is a member of. */
   presence?: Set<string>;
+  /** For `userPresence`: the users who see it through a relationship (friends and pending requests). */
+  related?: Set<string>;
   /** The payload serialised (once, on first use). */
   text?: string;
   /** For a profile's `UserUpdate`: the payload for the others, with `online` as they may see it. */
@@ -85,6 +88,8 @@ export class Hub {
   readonly facts: FactsCache;
   private readonly byUser = new Map<string, Set<GatewaySocket>>();
   private readonly byServer = new Map<string, Set<GatewaySocket>>();
+  /** Private channel id → the local sockets told about it (for typing). */
+  private readonly byPrivate = new Map<string, Set<GatewaySocket>>();
   private readonly preparing = new Set<GatewaySocket>();
   private chain: Promise<void> = Promise.resolve();
 
@@ -113,7 +118,12 @@ export class Hub {
    * Hands a socket over to live delivery: subscribes it to the servers Ready listed, then replays the events
    * that arrived meanwhile. Runs on the queue, so nothing slips between the replay and the live events.
    */
-  activate(s: GatewaySocket, visible: Map<string, Set<string>>): Promise<void> {
+  activate(
+    s: GatewaySocket,
+    visible: Map<string, Set<string>>,
+    privateChannels: Iterable<string> = [],
+    relations: ReadonlyMap<string, string> = new Map(),
+  ): Promise<void> {
     return this.enqueue(async () => {
       this.preparing.delete(s);
       if (s.state === 'closed') return;
@@ -121,6 +131,8 @@ export class Hub {
       if (!users) this.byUser.set(s.userId, (users = new Set()));
       users.add(s);
       for (const [serverId, channels] of visible) this.subscribe(s, serverId, channels);
+      for (const channelId of privateChannels) this.joinPrivate(s, channelId);
+      for (const [id, status] of relations) s.relations.set(id, status);
       const pending = s.pending;
       s.pending = [];
       s.state = 'ready';
@@ -139,6 +151,26 @@ export class Hub {
     users?.delete(s);
     if (users?.size === 0) this.byUser.delete(s.userId);
     for (const serverId of [...s.servers.keys()]) this.unsubscribe(s, serverId);
+    for (const channelId of [...s.privateChannels]) this.leavePrivate(s, channelId);
+  }
+
+  private joinPrivate(s: GatewaySocket, channelId: string): void {
+    s.privateChannels.add(channelId);
+    let set = this.byPrivate.get(channelId);
+    if (!set) this.byPrivate.set(channelId, (set = new Set()));
+    set.add(s);
+  }
+
+  private leavePrivate(s: GatewaySocket, channelId: string): void {
+    s.privateChannels.delete(channelId);
+    const set = this.byPrivate.get(channelId);
+    set?.delete(s);
+    if (set?.size === 0) this.byPrivate.delete(channelId);
+  }
+
+  /** The local sockets (Ready sent) told about a private channel. */
+  privateSubscribersOf(channelId: string): GatewaySocket[] {
+    return [...(this.byPrivate.get(channelId) ?? [])].filter((s) => s.state === 'ready');
   }
 
   private subscribe(s: GatewaySocket, serverId: string, channels: Set<string>): void {
@@ -183,6 +215,9 @@ export class Hub {
       // A user whose status is Invisible comes online for their own sockets only.
       const hidden = data?.online === true && (await this.o.readModels.getJson<UserProfile>(rm.user(userId)))?.status?.presence === 'Invisible';
       ev.presence = hidden ? new Set() : new Set(await this.o.readModels.smembers(rm.userServers(userId)));
+      // Friends and pending requests hear of the user too (bonfire subscribes them to the user).
+      const relations = hidden ? null : await this.o.readModels.getJson<RelationsState>(rm.relations(userId));
+      ev.related = new Set(Object.keys(relations?.relations ?? {}).filter((u) => ['Friend', 'Incoming', 'Outgoing'].includes(relations!.relations[u]!)));
       if (ev.payload.type === 'UserUpdate' && data && !('online' in data)) {
         // A profile change (the whole profile): the others also learn whether the user is online as they may
         // see it, so turning Invisible on or off shows at once.
@@ -190,6 +225,7 @@ export class Hub {
         ev.othersText = JSON.stringify({ ...ev.payload, data: { ...data, online } });
       }
     }
+    if (ev.payload.type === 'UserRelationship') ev.payload = await this.relationshipPayload(ev.payload);
     await this.updateFacts(ev);
     for (const s of this.preparing) {
       if (s.pending.length >= this.o.maxPending) s.drop('overflow');
@@ -209,9 +245,12 @@ export class Hub {
         return this.subscribersOf(r.serverId);
       case 'user':
         return this.socketsOf(r.userId);
+      case 'users':
+        return r.userIds.flatMap((u) => this.socketsOf(u));
       case 'userPresence': {
         const out = new Set(this.socketsOf(r.userId));
         for (const serverId of ev.presence ?? []) for (const s of this.byServer.get(serverId) ?? []) out.add(s);
+        for (const u of ev.related ?? []) for (const s of this.socketsOf(u)) out.add(s);
         return [...out];
       }
     }
@@ -267,6 +306,30 @@ export class Hub {
     }
   }
 
+  /**
+   * A UserRelationship from the projector names the other user by id only (their profile lives in another
+   * partition): it is completed here once per event, with the profile and presence as the recipient sees them.
+   */
+  private async relationshipPayload(p: QueuedEvent['payload']): Promise<QueuedEvent['payload']> {
+    const other = String((p.user as { _id?: unknown } | undefined)?._id ?? '');
+    const status = typeof p.status === 'string' ? p.status : 'None';
+    const profile = await this.o.readModels.getJson<UserProfile>(rm.user(other));
+    const online = profile !== null && profile.status?.presence !== 'Invisible' && (await this.o.readModels.online([other])).has(other);
+    return { type: 'UserRelationship', id: p.id, user: { ...(profile ?? { _id: other }), relationship: status, online } };
+  }
+
+  /** An event of a private channel for one of its recipients; keeps the socket's private-channel set. */
+  private deliverPrivate(s: GatewaySocket, channelId: string | undefined, ev: Dispatched): void {
+    const p = ev.payload;
+    if (channelId !== undefined) {
+      if (p.type === 'ChannelCreate') this.joinPrivate(s, channelId);
+      else if (p.type === 'ChannelDelete' || (p.type === 'ChannelGroupLeave' && p.user === s.userId)) this.leavePrivate(s, channelId);
+    }
+    const personal = personalise(p, s);
+    if (personal === p) s.sendText(textOf(ev));
+    else s.send(personal);
+  }
+
   /** Delivers one event to one socket, rewritten for it (or not at all). */
   private async deliver(s: GatewaySocket, ev: Dispatched): Promise<void> {
     const r = ev.route;
@@ -274,9 +337,12 @@ export class Hub {
       case 'user':
         if (s.userId === r.userId) this.deliverToUser(s, ev);
         return;
+      case 'users':
+        if (r.userIds.includes(s.userId)) this.deliverPrivate(s, r.channelId, ev);
+        return;
       case 'userPresence':
         if (s.userId === r.userId) s.sendText(textOf(ev));
-        else if (sharesServer(s, ev.presence)) s.sendText(ev.othersText ?? textOf(ev));
+        else if (sharesServer(s, ev.presence) || ev.related?.has(s.userId)) s.sendText(ev.othersText ?? textOf(ev));
         return;
       case 'channel':
         if (s.servers.has(r.serverId)) await this.deliverInChannel(s, r.serverId, r.channelId, ev);
@@ -296,6 +362,13 @@ export class Hub {
         if (s.servers.has(serverId)) return;
         const channels = Array.isArray(p.channels) ? (p.channels as Array<{ _id: string }>) : [];
         this.subscribe(s, serverId, new Set(channels.map((c) => c._id)));
+        s.sendText(textOf(ev));
+        return;
+      }
+      case 'UserRelationship': {
+        const user = p.user as { _id: string; relationship?: string };
+        if (user.relationship === undefined || user.relationship === 'None') s.relations.delete(user._id);
+        else s.relations.set(user._id, user.relationship);
         s.sendText(textOf(ev));
         return;
       }
@@ -335,7 +408,7 @@ export class Hub {
       return;
     }
     if (!s.sees(serverId, channelId)) return;
-    const personal = personalise(p, s.userId);
+    const personal = personalise(p, s);
     if (personal === p) s.sendText(textOf(ev));
     else s.send(personal);
   }
@@ -418,9 +491,13 @@ function sharesServer(s: GatewaySocket, servers: Set<string> | undefined): boole
   return false;
 }
 
-/** A message's embedded author as seen by the recipient (bonfire recomputes `user.relationship` per socket). */
-function personalise(p: QueuedEvent['payload'], viewerId: string): Record<string, unknown> {
+/**
+ * A message's embedded author as seen by the recipient (bonfire recomputes `user.relationship` per socket,
+ * from what the socket knows: a map lookup, no read).
+ */
+function personalise(p: QueuedEvent['payload'], s: GatewaySocket): Record<string, unknown> {
   if (p.type !== 'Message' || !p.user || typeof p.user !== 'object') return p;
   const user = p.user as Record<string, unknown>;
-  return { ...p, user: { ...user, relationship: user._id === viewerId ? 'User' : 'None' } };
+  const id = String(user._id);
+  return { ...p, user: { ...user, relationship: id === s.userId ? 'User' : (s.relations.get(id) ?? 'None') } };
 }

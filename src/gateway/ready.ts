@@ -4,7 +4,8 @@
  * objects, the emoji of those servers, voice states and policy changes; on request the read state
  * (`channel_unreads`) and synced settings (`user_settings`). Read fresh from the read models.
  */
-import { visibleChannels, type AccessDeps } from '../access.ts';
+import { loadRelations, visibleChannels, type AccessDeps } from '../access.ts';
+import { presentPrivateChannel, recipientsOf, type PrivateChannelState } from '../domain/private/state.ts';
 import type { UserProfile } from '../domain/account/state.ts';
 import type { MemberObject, ServerChannelObject } from '../domain/models.ts';
 import { presentServer, type ServerState } from '../domain/server/state.ts';
@@ -18,6 +19,17 @@ export interface ReadyResult {
   frame: Record<string, unknown>;
   /** Server id → ids of the channels listed as visible (the socket's initial knowledge). */
   visible: Map<string, Set<string>>;
+  /** Ids of the private channels listed (Saved Notes, DMs, groups). */
+  privateChannels: Set<string>;
+  /** Other user id → relationship status, as Ready told it. */
+  relations: Map<string, string>;
+}
+
+/** The user's private channels (the `user:<id>:dms` hint checked against each channel's recipients), in id order. */
+export async function privateChannelsOf(deps: AccessDeps, userId: string): Promise<PrivateChannelState[]> {
+  const ids = (await deps.readModels.smembers(rm.userPrivateChannels(userId))).sort();
+  const stored = await deps.readModels.mgetJson<PrivateChannelState>(ids.map((id) => rm.privateChannel(id)));
+  return stored.filter((c): c is PrivateChannelState => c !== null && recipientsOf(c).includes(userId));
 }
 
 /** The custom emoji of the given servers (projection `emojis`), in id order per server. */
@@ -56,8 +68,30 @@ export async function buildReady(
     visible.set(server._id, new Set(seen.map((c) => c._id)));
   }
 
+  // Stoat's Ready: DMs, groups and Saved Notes join the channels; friends, requests, blocked users and the
+  // recipients of those channels join the users, each with the relationship this user has with them.
+  const privates = await privateChannelsOf(deps, userId);
+  channels.push(...(privates.map(presentPrivateChannel) as unknown as ServerChannelObject[]));
+  const relations = await loadRelations(deps, userId);
+  const relationMap = new Map(Object.entries(relations.relations));
+  const others = new Set<string>(relationMap.keys());
+  for (const c of privates) for (const u of recipientsOf(c)) if (u !== userId) others.add(u);
+
   const frame: Record<string, unknown> = { type: 'Ready' };
-  if (fields.has('users')) frame.users = [{ ...profile, relationship: 'User', online: true }];
+  if (fields.has('users')) {
+    const ids = [...others].sort();
+    const profiles = await deps.readModels.mgetJson<UserProfile>(ids.map((id) => rm.user(id)));
+    const online = await deps.readModels.online(ids);
+    const users: Record<string, unknown>[] = [
+      { ...profile, relations: [...relationMap].map(([_id, status]) => ({ _id, status })), relationship: 'User', online: true },
+    ];
+    profiles.forEach((p, i) => {
+      if (!p) return;
+      const id = ids[i]!;
+      users.push({ ...p, relationship: relationMap.get(id) ?? 'None', online: online.has(id) && p.status?.presence !== 'Invisible' });
+    });
+    frame.users = users;
+  }
   if (fields.has('servers')) frame.servers = servers.map(presentServer);
   if (fields.has('channels')) frame.channels = channels;
   if (fields.has('members')) frame.members = members;
@@ -66,5 +100,5 @@ export async function buildReady(
   if (fields.has('policy_changes')) frame.policy_changes = [];
   if (settingsKeys.length > 0) frame.user_settings = Object.fromEntries(await fetchSettings(deps.readModels, userId, settingsKeys));
   if (fields.has('channel_unreads')) frame.channel_unreads = await fetchUnreads(deps.readModels, userId);
-  return { frame, visible };
+  return { frame, visible, privateChannels: new Set(privates.map((c) => c._id)), relations: relationMap };
 }

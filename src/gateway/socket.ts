@@ -41,6 +41,10 @@ export class GatewaySocket {
   settingsKeys: readonly string[] = [];
   /** Servers this socket is subscribed to → the channel ids it was told it can see. */
   readonly servers = new Map<string, Set<string>>();
+  /** Private channels (Saved Notes, DMs, groups) this socket was told about (Ready, ChannelCreate …). */
+  readonly privateChannels = new Set<string>();
+  /** How this socket's user stands with other users (kept by UserRelationship), for per-viewer `relationship`. */
+  readonly relations = new Map<string, string>();
   /** Events that arrived while Ready was being built. */
   pending: QueuedEvent[] = [];
   /** Client frames that arrived before Ready was sent (answered after it). */

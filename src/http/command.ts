@@ -6,7 +6,7 @@
  * A decision may also return writes to other streams, appended atomically with its own (e.g. the
  * `FileAttached` of a claimed upload); name those streams in `lock` so requests in one process queue up.
  */
-import { channelAccess, loadChannel, serverAccess, type ChannelAccess, type ServerAccess } from '../access.ts';
+import { serverChannelAccess, loadChannel, serverAccess, type ChannelAccess, type ServerAccess } from '../access.ts';
 import type { Write } from '../commands.ts';
 import { AppError } from '../errors.ts';
 import type { DomainEvent } from '../domain/events.ts';
@@ -75,7 +75,7 @@ export async function onChannel(
   if (!known) throw new AppError({ type: 'NotFound' });
   const lock = target === 'channel' ? channelStream(channelId) : serverStream(known.server);
   await rc.deps.executor.execute(rc.meta, [lock, ...(options.lock ?? [])], async () => {
-    const access = await channelAccess(rc.deps, channelId, rc.caller.userId);
+    const access = await serverChannelAccess(rc.deps, channelId, rc.caller.userId);
     const { events, also } = split(await decide(access));
     const serverId = access.server._id;
     const write: Write =

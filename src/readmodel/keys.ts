@@ -128,4 +128,17 @@ export const rm = {
   userSettings: (userId: string) => `settings:${userId}`,
   /** Revision (JSON number) of `settings-<userId>`, the expected revision of the next write (projection `settings`). */
   userSettingsRevision: (userId: string) => `settings:${userId}:revision`,
+  /** RelationsState JSON: a user's relationships with the `relations-<id>` revision (projection `relationships`). */
+  relations: (userId: string) => `relations:${userId}`,
+  /** PrivateChannelState JSON of Saved Notes, a DM or a group (projection `privateChannels`). */
+  privateChannel: (channelId: string) => `pchannel:${channelId}`,
+  /**
+   * Set of the private channel ids a user belongs to (projection `privateChannels`). Written from each
+   * channel's partition with SADD/SREM only; a hint: the channel's `recipients` decide.
+   */
+  userPrivateChannels: (userId: string) => `user:${userId}:dms`,
+  /** Set of a group's invite codes, to drop them with it (projection `privateChannels`). */
+  groupInvites: (channelId: string) => `pchannel:${channelId}:invites`,
+  /** The DM channel id of two users (or a user's Saved Notes) as a JSON string (projection `privateChannels`). */
+  dmPair: (a: string, b: string) => (a <= b ? `dm:${a}:${b}` : `dm:${b}:${a}`),
 };

@@ -855,3 +855,93 @@ t.test('account routes: session and MFA ticket', async (t) => {
   const again = await call(me.api, 'PATCH', '/auth/mfa/recovery', { 'X-MFA-Ticket': mine });
   t.same([again.status, again.body.type], [401, 'InvalidToken'], 'a ticket is used once');
 });
+
+/**
+ * Private channels (groups, DMs, Saved Notes) have no roles, so the server table above cannot express them.
+ * Their gates come from the group's member permission value (owner: everything; members: view only plus the
+ * value) and from relationships (DMs). Every group operation is run by the owner and by a member whose group
+ * value holds the gate (2xx), by a member whose value lacks it (403 naming it), by a non-member (404) and
+ * without a session (401); a refused request moves nothing in the log.
+ */
+t.test('private channels: authorization table', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const [owner, holder, plain, outsider] = await Promise.all(Array.from({ length: 4 }, () => signup(s)));
+  const befriend = async (a: TestUser, b: TestUser) => {
+    await a.api.put(`/users/${b.userId}/friend`);
+    const r = await b.api.put(`/users/${a.userId}/friend`);
+    if (r.body.relationship !== 'Friend') throw new Error(`befriend: ${r.text}`);
+  };
+  await befriend(owner!, holder!);
+  await befriend(owner!, plain!);
+  const g = await owner!.api.post('/channels/create', { name: 'authz', users: [holder!.userId, plain!.userId] });
+  const G = `/channels/${g.body._id}`;
+  const setValue = async (bits: bigint) => {
+    const r = await owner!.api.put(`${G}/permissions/default`, { permissions: Number(bits) });
+    if (r.status !== 200) throw new Error(`group value: ${r.text}`);
+  };
+  const post = async (u: TestUser) => (await u.api.post(`${G}/messages`, { content: 'x' })).body._id as string;
+  const anon = client(s);
+  const VIEW = P.ViewChannel | P.ReadMessageHistory;
+
+  /** [name, gate, needs, ok status, request]. The request is built fresh per actor. */
+  const rows: Array<[string, PermissionName, PermissionName[], number, (u: Api) => Promise<() => Promise<Res>>]> = [
+    ['send a message', 'SendMessage', [], 200, async (u) => () => u.post(`${G}/messages`, { content: 'hi' })],
+    ['send with an embed', 'SendEmbeds', ['SendMessage'], 200, async (u) => () => u.post(`${G}/messages`, { content: 'e', embeds: [{ title: 't' }] })],
+    ['masquerade', 'Masquerade', ['SendMessage'], 200, async (u) => () => u.post(`${G}/messages`, { content: 'm', masquerade: { name: 'M' } })],
+    ['react', 'React', [], 204, async (u) => { const m = await post(owner!); return () => u.put(`${G}/messages/${m}/reactions/%F0%9F%91%8D`); }],
+    ['pin', 'ManageMessages', [], 204, async (u) => { const m = await post(owner!); return () => u.post(`${G}/messages/${m}/pin`); }],
+    ["delete another's message", 'ManageMessages', [], 204, async (u) => { const m = await post(owner!); return () => u.del(`${G}/messages/${m}`); }],
+    ['rename the group', 'ManageChannel', [], 200, async (u) => () => u.patch(G, { name: 'renamed' })],
+    ['set the group value', 'ManagePermissions', [], 200, async (u) => () => u.put(`${G}/permissions/default`, { permissions: Number(P.SendMessage | P.ManagePermissions | P.InviteOthers) })],
+    [
+      'add a friend',
+      'InviteOthers',
+      [],
+      204,
+      async (u) => {
+        const me = [owner!, holder!, plain!].find((x) => x.api === u) ?? owner!;
+        const friend = await signup(s);
+        await befriend(me, friend);
+        return () => u.put(`${G}/recipients/${friend.userId}`);
+      },
+    ],
+  ];
+  for (const [what, gate, needs, okStatus, build] of rows) {
+    t.test(`${what} — ${gate}`, async (t) => {
+      const extra = needs.reduce((v, b) => v | P[b], 0n);
+      const cases: Array<[string, Api, bigint, { status: number; type?: string; permission?: string }]> = [
+        ['owner', owner!.api, extra, { status: okStatus }],
+        ['holder', holder!.api, P[gate] | extra, { status: okStatus }],
+        ['plain', plain!.api, extra, { status: 403, type: 'MissingPermission', permission: gate }],
+        ['outsider', outsider!.api, P[gate] | extra, { status: 404, type: 'NotFound' }],
+        ['anon', anon, P[gate] | extra, { status: 401, type: 'NotAuthenticated' }],
+      ];
+      for (const [actor, api, value, want] of cases) {
+        await setValue(value);
+        const call = await build(api);
+        const before = await s.store.headPosition();
+        const r = await call();
+        const got: Record<string, unknown> = { status: r.status };
+        if (want.type) got.type = r.body?.type;
+        if (want.permission) got.permission = r.body?.permission;
+        t.same(got, want, `${actor}`);
+        if (r.status >= 400) t.equal(await s.store.headPosition(), before, `${actor}: nothing appended`);
+      }
+    });
+  }
+
+  t.test('owner-only and relationship gates', async (t) => {
+    await setValue(VIEW | P.ManageChannel | P.InviteOthers | P.ManagePermissions);
+    const byHolder = await holder!.api.del(`${G}/recipients/${plain!.userId}`);
+    t.same([byHolder.status, byHolder.body.permission], [403, 'ManageChannel'], 'removing a member: the owner only, whatever the value');
+    t.same((await holder!.api.patch(G, { owner: holder!.userId })).body.type, 'NotOwner', 'ownership: the owner only');
+    t.same((await outsider!.api.get(`${G}/members`)).status, 404, 'members: a non-member');
+    t.same((await anon.get(`${G}/members`)).status, 401);
+    t.same((await plain!.api.get(`${G}/members`)).status, 200, 'members: any member (view only)');
+    const dm = await owner!.api.get(`/users/${holder!.userId}/dm`);
+    t.equal((await outsider!.api.get(`/channels/${dm.body._id}/messages`)).status, 404, 'a DM: a non-recipient');
+    t.same((await outsider!.api.get(`/users/${owner!.userId}/dm`)).body.permission, 'SendMessage', 'opening a DM: friends only');
+    const notes = await owner!.api.get(`/users/${owner!.userId}/dm`);
+    t.equal((await holder!.api.get(`/channels/${notes.body._id}`)).status, 404, 'Saved Notes: nobody else');
+  });
+});

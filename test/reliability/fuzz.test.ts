@@ -103,9 +103,15 @@ t.test('fuzzing every route', async (t) => {
   const invite = await owner.api.post(`/channels/${channelId}/invites`);
   await member.api.post(`/invites/${invite.body._id}`);
   const message = await owner.api.post(`/channels/${channelId}/messages`, { content: 'hello' });
+  // Private channels: a DM and a group of the two (friends), and the owner's Saved Notes.
+  await owner.api.put(`/users/${member.userId}/friend`);
+  await member.api.put(`/users/${owner.userId}/friend`);
+  const dm = (await owner.api.get(`/users/${member.userId}/dm`)).body._id as string;
+  const group = (await owner.api.post('/channels/create', { name: 'fuzz group', users: [member.userId] })).body._id as string;
+  const notes = (await owner.api.get(`/users/${owner.userId}/dm`)).body._id as string;
   const fixture: Record<string, string[]> = {
     server_id: [serverId],
-    channel_id: [channelId],
+    channel_id: [channelId, dm, group, notes],
     role_id: [role.body.id],
     user_id: [member.userId, owner.userId, '@me'],
     message_id: [message.body._id],

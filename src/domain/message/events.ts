@@ -56,6 +56,7 @@ export const SystemMessageObject = z.discriminatedUnion('type', [
   z.object({ type: z.literal('channel_renamed'), name: z.string(), by: z.string() }),
   z.object({ type: z.literal('channel_description_changed'), by: z.string() }),
   z.object({ type: z.literal('channel_icon_changed'), by: z.string() }),
+  z.object({ type: z.literal('channel_ownership_changed'), from: z.string(), to: z.string() }),
   z.object({ type: z.literal('message_pinned'), id: z.string(), by: z.string() }),
   z.object({ type: z.literal('message_unpinned'), id: z.string(), by: z.string() }),
 ]);

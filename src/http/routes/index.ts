@@ -11,5 +11,8 @@ import root from './root/index.ts';
 import servers from './servers/index.ts';
 import users from './users/index.ts';
 import sync from './sync/index.ts';
+import relationships from './relationships/index.ts';
+import dms from './dms/index.ts';
+import groups from './groups/index.ts';
 
-export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa];
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa, ...relationships, ...dms, ...groups];

@@ -26,7 +26,7 @@ export default defineRoute({
       ]);
       const events = decideAckChannel(
         { channelId, messageId },
-        { permissions: a.permissions, inChannel: exists === 1 || a.channel.last_message_id === messageId, lastId },
+        { permissions: a.permissions, inChannel: exists === 1 || ('last_message_id' in a.channel && a.channel.last_message_id === messageId), lastId },
       );
       return { writes: [{ stream: unreadsStream(caller.userId), scope: caller.userId, expected: 'any' as const, events }], result: undefined };
     });

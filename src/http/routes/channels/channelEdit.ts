@@ -1,6 +1,7 @@
 // PATCH /channels/:channel_id — {name?, description?, icon?, nsfw?, voice?, remove?} → Channel (ViewChannel, ManageChannel).
 import { z } from 'zod';
-import { callerFromChannel } from '../../../access.ts';
+import { callerFromChannel, loadPrivateChannel } from '../../../access.ts';
+import { editPrivateChannel } from '../groups/private.ts';
 import { decideEditChannel } from '../../../domain/channel/editChannel.ts';
 import { FileClaims, fileLocks } from '../../../files.ts';
 import { Permission } from '../../../permissions/bits.ts';
@@ -33,6 +34,7 @@ export default defineRoute({
   async handler(rc) {
     const { body, deps } = rc;
     const channelId = rc.params.channel_id!;
+    if (await loadPrivateChannel(deps, channelId)) return editPrivateChannel(rc, channelId, body);
     await onChannel(
       rc,
       channelId,

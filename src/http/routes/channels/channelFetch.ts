@@ -1,6 +1,7 @@
-// GET /channels/:channel_id — the Channel (ViewChannel; 404 for non-members).
+// GET /channels/:channel_id — the Channel, of a server or private (ViewChannel; 404 for non-members and non-recipients).
 import { channelAccess } from '../../../access.ts';
 import { presentChannel } from '../../../domain/channel/state.ts';
+import { presentPrivateChannel } from '../../../domain/private/state.ts';
 import { Permission } from '../../../permissions/bits.ts';
 import { require as requirePermission } from '../../../permissions/calculate.ts';
 import { defineRoute } from '../../route.ts';
@@ -13,6 +14,6 @@ export default defineRoute({
   async handler({ deps, caller, params }) {
     const a = await channelAccess(deps, params.channel_id!, caller.userId);
     requirePermission(a.permissions, Permission.ViewChannel);
-    return presentChannel(a.channel);
+    return a.kind === 'server' ? presentChannel(a.channel) : presentPrivateChannel(a.channel);
   },
 });

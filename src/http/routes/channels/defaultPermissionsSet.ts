@@ -1,7 +1,8 @@
 // PUT /channels/:channel_id/permissions/default — {permissions: {allow, deny}} → Channel (ViewChannel, ManagePermissions, grant check).
 import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
-import { callerFromChannel } from '../../../access.ts';
+import { callerFromChannel, loadPrivateChannel } from '../../../access.ts';
+import { setPrivateDefaultPermissions } from '../groups/private.ts';
 import { decideSetChannelDefaultPermissions } from '../../../domain/channel/setDefaultPermissions.ts';
 import { Permission } from '../../../permissions/bits.ts';
 import { require as requirePermission } from '../../../permissions/calculate.ts';
@@ -20,6 +21,7 @@ export default defineRoute({
   async handler(rc) {
     const channelId = rc.params.channel_id!;
     const raw = rc.body.permissions;
+    if (await loadPrivateChannel(rc.deps, channelId)) return setPrivateDefaultPermissions(rc, channelId, raw);
     const groupForm = typeof raw === 'number' || typeof raw === 'string';
     const permissions = groupForm ? undefined : parseOverride(raw, 'permissions');
     await onChannel(rc, channelId, 'channel', (a) => {

@@ -1,6 +1,7 @@
-// POST /channels/:channel_id/invites — → Invite {type: "Server", _id: code, server, creator, channel} (ViewChannel, InviteOthers).
+// POST /channels/:channel_id/invites — → Invite {type: "Server", _id: code, server, creator, channel}, or {type: "Group", …} for a group (ViewChannel, InviteOthers).
 import { AppError } from '../../../errors.ts';
-import { callerFromChannel } from '../../../access.ts';
+import { callerFromChannel, loadPrivateChannel } from '../../../access.ts';
+import { createGroupInvite } from '../groups/invites.ts';
 import type { InviteObject } from '../../../domain/models.ts';
 import { decideCreateInvite } from '../../../domain/server/createInvite.ts';
 import { newInviteCode } from '../../../ids.ts';
@@ -16,6 +17,7 @@ export default defineRoute({
   async handler(rc) {
     const { deps } = rc;
     const channelId = rc.params.channel_id!;
+    if (await loadPrivateChannel(deps, channelId)) return createGroupInvite(rc, channelId);
     let code = newInviteCode();
     await onChannel(rc, channelId, 'server', async (a) => {
       // 54^8 codes make a clash unlikely, but a taken code must never be handed out twice.

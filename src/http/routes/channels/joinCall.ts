@@ -34,7 +34,7 @@ export default defineRoute({
     // Membership first (404), then the right to join, before saying anything about the channel itself.
     const a = await channelAccess(deps, params.channel_id!, caller.userId);
     requirePermission(a.permissions, Permission.Connect);
-    if (a.channel.voice === undefined) throw new AppError({ type: 'NotAVoiceChannel' });
+    if (a.kind !== 'server' || a.channel.voice === undefined) throw new AppError({ type: 'NotAVoiceChannel' });
     // Voice channels made while voice was on stay readable after it is turned off, but nobody can join them.
     const voice = deps.config.voice;
     if (!voice.enabled) throw new AppError({ type: 'FeatureDisabled', feature: 'voice' });

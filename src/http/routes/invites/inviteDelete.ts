@@ -7,14 +7,21 @@ import type { InviteObject } from '../../../domain/models.ts';
 import { serverStream } from '../../command.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
 import { loadInvite } from './load.ts';
+import { deleteGroupInvite, isGroupInvite } from '../groups/invites.ts';
 
 export default defineRoute({
   method: 'DELETE',
   path: '/invites/:code',
   auth: 'user',
   permissions: ['ManageServer'],
-  async handler({ deps, caller, meta, params }) {
-    const serverId = (await loadInvite(deps, params.code!)).server;
+  async handler(rc) {
+    const { deps, caller, meta, params } = rc;
+    const found = await loadInvite(deps, params.code!);
+    if (isGroupInvite(found)) {
+      await deleteGroupInvite(rc, found);
+      return NO_CONTENT;
+    }
+    const serverId = found.server;
     const stream = serverStream(serverId);
     await deps.executor.execute(meta, [stream], async () => {
       const invite = (await deps.readModels.getJson<InviteObject>(rm.invite(params.code!))) ?? undefined;

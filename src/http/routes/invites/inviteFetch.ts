@@ -5,6 +5,7 @@ import type { UserProfile } from '../../../domain/account/state.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { defineRoute } from '../../route.ts';
 import { loadInvite } from './load.ts';
+import { fetchGroupInvite, isGroupInvite } from '../groups/invites.ts';
 
 export default defineRoute({
   method: 'GET',
@@ -12,6 +13,7 @@ export default defineRoute({
   auth: 'none',
   async handler({ deps, params }) {
     const invite = await loadInvite(deps, params.code!);
+    if (isGroupInvite(invite)) return fetchGroupInvite({ deps }, invite);
     const server = await loadServer(deps, invite.server);
     const channel = await loadChannel(deps, invite.channel);
     if (!server || !channel) throw new AppError({ type: 'NotFound' });

@@ -9,13 +9,16 @@ import { serverStream } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { loadInvite } from './load.ts';
 import { assertServerSlot } from '../servers/serverLimit.ts';
+import { isGroupInvite, joinGroupInvite } from '../groups/invites.ts';
 
 export default defineRoute({
   method: 'POST',
   path: '/invites/:code',
   auth: 'user',
-  async handler({ deps, caller, meta, params }) {
+  async handler(rc) {
+    const { deps, caller, meta, params } = rc;
     const invite = await loadInvite(deps, params.code!);
+    if (isGroupInvite(invite)) return joinGroupInvite(rc, invite);
     const serverId = invite.server;
     const stream = serverStream(serverId);
     await deps.executor.execute(meta, [stream], async () => {

@@ -4,7 +4,7 @@
  * and append to `message-<id>` with the revision read (so the 20-reaction limit holds under concurrency).
  * A decision may add writes to other streams (a pin's system message), appended atomically with it.
  */
-import { channelAccess, type ChannelAccess } from '../../../access.ts';
+import { channelAccess, type AnyChannelAccess } from '../../../access.ts';
 import type { Write } from '../../../commands.ts';
 import { AppError } from '../../../errors.ts';
 import type { DomainEvent } from '../../../domain/events.ts';
@@ -21,7 +21,7 @@ export async function onMessage(
   rc: CommandRoute,
   channelId: string,
   messageId: string,
-  decide: (access: ChannelAccess, message: MessageState) => MessageDecision | Promise<MessageDecision>,
+  decide: (access: AnyChannelAccess, message: MessageState) => MessageDecision | Promise<MessageDecision>,
   options: { lock?: string[] } = {},
 ): Promise<void> {
   const stream = messageStream(messageId);
@@ -31,6 +31,6 @@ export async function onMessage(
     if (!message) throw new AppError({ type: 'NotFound' });
     const d = await decide(access, message);
     const { events, also } = Array.isArray(d) ? { events: d, also: [] } : d;
-    return { writes: [{ stream, scope: access.server._id, expected: message.revision, events }, ...also], result: undefined };
+    return { writes: [{ stream, scope: access.scope, expected: message.revision, events }, ...also], result: undefined };
   });
 }

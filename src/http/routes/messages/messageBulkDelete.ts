@@ -23,7 +23,7 @@ export default defineRoute({
       const messages = Object.fromEntries(ids.map((id, i) => [id, stored[i] ?? null]));
       const deletions = decideBulkDelete(ids, messages, { userId: rc.caller.userId, permissions: a.permissions, channelId, nowMs: deps.now() });
       return {
-        writes: deletions.map((d) => ({ stream: messageStream(d.messageId), scope: a.server._id, expected: d.expected, events: d.events })),
+        writes: deletions.map((d) => ({ stream: messageStream(d.messageId), scope: a.scope, expected: d.expected, events: d.events })),
         result: undefined,
       };
     });

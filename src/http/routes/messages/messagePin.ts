@@ -17,7 +17,7 @@ function pinRoute(method: 'POST' | 'DELETE', decide: typeof decidePinMessage) {
       const systemMessageId = newId(rc.deps.now());
       await onMessage(rc, rc.params.channel_id!, rc.params.message_id!, (a, message) => {
         const d = decide(message, { userId: rc.caller.userId, permissions: a.permissions, systemMessageId });
-        return { events: d.events, also: [{ stream: messageStream(systemMessageId), scope: a.server._id, expected: 'no_stream', events: d.system }] };
+        return { events: d.events, also: [{ stream: messageStream(systemMessageId), scope: a.scope, expected: 'no_stream', events: d.system }] };
       });
       return NO_CONTENT;
     },

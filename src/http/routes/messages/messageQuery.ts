@@ -40,7 +40,7 @@ export default defineRoute({
     );
     const presented = messages.map(presentMessage);
     if (!query.include_users) return presented;
-    const { users, members } = await authorsOf(deps, a.server._id, messages, rc.caller.userId);
+    const { users, members } = await authorsOf(deps, a.kind === 'server' ? a.server._id : null, messages, rc.caller.userId);
     return { messages: presented, users, members };
   },
 });

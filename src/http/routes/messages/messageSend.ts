@@ -4,6 +4,7 @@ import { AppError } from '../../../errors.ts';
 import type { UserProfile } from '../../../domain/account/state.ts';
 import { messageStream } from '../../../domain/message/events.ts';
 import { parseMentions } from '../../../domain/message/mentions.ts';
+import { recipientsOf } from '../../../domain/private/state.ts';
 import { checkSendMessage, decideSendMessage, fileIdsOf, type SendMessage } from '../../../domain/message/sendMessage.ts';
 import type { MemberObject } from '../../../domain/models.ts';
 import { channelPermissionsOf } from '../../../domain/server/permissions.ts';
@@ -28,8 +29,8 @@ function headerKey(rc: RouteContext<SendBody, undefined>): string | undefined {
   return validateKey(Array.isArray(raw) ? raw[raw.length - 1] : raw);
 }
 
-/** Appends the message (and what it claims); resolves with its server's id once it is projected. */
-async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Promise<string> {
+/** Appends the message (and what it claims); resolves with its server's id (null: a private channel) once it is projected. */
+async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Promise<string | null> {
   const { deps } = rc;
   const avatar = cmd.masquerade?.avatar;
   const locks = [messageStream(cmd.messageId), ...fileLocks(deps, fileIdsOf(cmd), avatar)];
@@ -49,34 +50,40 @@ async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Pr
     const candidates = new Set(parsed?.users ?? []);
     for (const r of cmd.replies) if (r.mention && replies[r.id]) candidates.add(replies[r.id]!.author);
     const ids = [...candidates];
-    const members = await deps.readModels.hmgetJson<MemberObject>(rm.serverMembers(access.server._id), ids);
-    const now = deps.now();
     const canView: Record<string, boolean> = {};
-    ids.forEach((id, i) => {
-      const m = members[i];
-      canView[id] = m !== null && m !== undefined && has(channelPermissionsOf(access.server, id, m, access.channel, now), Permission.ViewChannel);
-    });
+    if (access.kind === 'server') {
+      const members = await deps.readModels.hmgetJson<MemberObject>(rm.serverMembers(access.server._id), ids);
+      const now = deps.now();
+      ids.forEach((id, i) => {
+        const m = members[i];
+        canView[id] = m !== null && m !== undefined && has(channelPermissionsOf(access.server, id, m, access.channel, now), Permission.ViewChannel);
+      });
+    } else {
+      // In a private channel the recipients see everything.
+      const recipients = new Set(recipientsOf(access.channel));
+      for (const id of ids) canView[id] = recipients.has(id);
+    }
 
     const events = decideSendMessage(cmd, {
       permissions: access.permissions,
-      roles: new Set(Object.keys(access.server.roles)),
+      roles: new Set(access.kind === 'server' ? Object.keys(access.server.roles) : []),
       replies,
       canView,
       files: claimed.files,
-      emojis: new Set(access.server.emojis ?? []),
+      emojis: new Set(access.kind === 'server' ? (access.server.emojis ?? []) : []),
       audience: await loadAudience(deps, access, parsed),
     });
-    const message = { stream: messageStream(cmd.messageId), scope: access.server._id, expected: 'no_stream' as const, events };
-    return { writes: [message, ...claimed.writes, ...avatarWrites], result: access.server._id };
+    const message = { stream: messageStream(cmd.messageId), scope: access.scope, expected: 'no_stream' as const, events };
+    return { writes: [message, ...claimed.writes, ...avatarWrites], result: access.kind === 'server' ? access.server._id : null };
   });
   return done.result;
 }
 
 /** The sender's user and member objects for the answer. */
-async function authorOf(deps: AppDeps, serverId: string, userId: string) {
+async function authorOf(deps: AppDeps, serverId: string | null, userId: string) {
   const [profile, member] = await Promise.all([
     deps.readModels.getJson<UserProfile>(rm.user(userId)),
-    deps.readModels.hgetJson<MemberObject>(rm.serverMembers(serverId), userId),
+    serverId === null ? Promise.resolve(null) : deps.readModels.hgetJson<MemberObject>(rm.serverMembers(serverId), userId),
   ]);
   return { ...(profile ? { user: presentUser(profile, userId, true) } : {}), ...(member ? { member } : {}) };
 }
@@ -108,7 +115,7 @@ export default defineRoute({
         : undefined,
       flags: body.flags ?? undefined,
     };
-    let serverId: string;
+    let serverId: string | null;
     try {
       serverId = await send(rc, cmd);
     } catch (err) {

@@ -18,17 +18,17 @@ export async function currentMessage(deps: AccessDeps, channelId: string, messag
   return presentMessage(message);
 }
 
-/** The users (as seen by `viewerId`) and server members of the messages' authors, system author left out. */
+/** The users (as seen by `viewerId`) and server members (none in a private channel) of the messages' authors, system author left out. */
 export async function authorsOf(
   deps: AccessDeps,
-  serverId: string,
+  serverId: string | null,
   messages: readonly MessageState[],
   viewerId: string,
 ): Promise<{ users: Record<string, unknown>[]; members: MemberObject[] }> {
   const ids = [...new Set(messages.map((m) => m.author))].filter((id) => id !== SYSTEM_AUTHOR);
   const [profiles, members] = await Promise.all([
     deps.readModels.mgetJson<UserProfile>(ids.map((id) => rm.user(id))),
-    deps.readModels.hmgetJson<MemberObject>(rm.serverMembers(serverId), ids),
+    serverId === null ? Promise.resolve([]) : deps.readModels.hmgetJson<MemberObject>(rm.serverMembers(serverId), ids),
   ]);
   return {
     users: await presentUsers(deps.readModels, profiles, viewerId),

@@ -12,7 +12,7 @@ export default defineRoute({
     // The router has percent-decoded the emoji already.
     const emoji = rc.params.emoji!;
     await onMessage(rc, rc.params.channel_id!, rc.params.message_id!, (a, message) =>
-      decideReact(message, emoji, { userId: rc.caller.userId, permissions: a.permissions, emojis: new Set(a.server.emojis ?? []) }),
+      decideReact(message, emoji, { userId: rc.caller.userId, permissions: a.permissions, emojis: new Set(a.kind === 'server' ? (a.server.emojis ?? []) : []) }),
     );
     return NO_CONTENT;
   },

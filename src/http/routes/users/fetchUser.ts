@@ -3,7 +3,7 @@ import { AppError } from '../../../errors.ts';
 import type { UserProfile } from '../../../domain/account/state.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { defineRoute } from '../../route.ts';
-import { presentUser } from './present.ts';
+import { presentUser, viewerRelations } from './present.ts';
 
 export default defineRoute({
   method: 'GET',
@@ -13,6 +13,7 @@ export default defineRoute({
     const id = params.user_id === '@me' ? caller.userId : params.user_id!;
     const profile = await deps.readModels.getJson<UserProfile>(rm.user(id));
     if (!profile) throw new AppError({ type: 'NotFound' });
-    return presentUser(profile, caller.userId, (await deps.readModels.online([id])).has(id));
+    const [online, relations] = await Promise.all([deps.readModels.online([id]), viewerRelations(deps.readModels, caller.userId)]);
+    return presentUser(profile, caller.userId, online.has(id), relations.get(id));
   },
 });

@@ -1,6 +1,14 @@
 /** Revolt-shaped User objects (reference §8) from the stored profile, with presence. */
 import type { AccountState, UserProfile } from '../../../domain/account/state.ts';
 import type { ReadModels } from '../../../readmodel/reader.ts';
+import type { RelationsState } from '../../../domain/relationship/state.ts';
+import { rm } from '../../../readmodel/keys.ts';
+
+/** How the viewer stands with each other user (one read); absent = None. */
+export async function viewerRelations(readModels: ReadModels, viewerId: string): Promise<ReadonlyMap<string, string>> {
+  const state = await readModels.getJson<RelationsState>(rm.relations(viewerId));
+  return new Map(Object.entries(state?.relations ?? {}));
+}
 
 /** The caller's own user: relationship "User", online. */
 export function presentSelf(state: AccountState): Record<string, unknown> {
@@ -8,15 +16,15 @@ export function presentSelf(state: AccountState): Record<string, unknown> {
   return { ...state.user, relationship: 'User', online: true };
 }
 
-/** Another user as seen by the caller; an Invisible user is offline to everyone else. */
-export function presentUser(profile: UserProfile, viewerId: string, online: boolean): Record<string, unknown> {
+/** Another user as seen by the caller (with the caller's relationship to them); an Invisible user is offline to everyone else. */
+export function presentUser(profile: UserProfile, viewerId: string, online: boolean, relationship = 'None'): Record<string, unknown> {
   if (profile._id === viewerId) return { ...profile, relationship: 'User', online: true };
-  return { ...profile, relationship: 'None', online: online && profile.status?.presence !== 'Invisible' };
+  return { ...profile, relationship, online: online && profile.status?.presence !== 'Invisible' };
 }
 
 /** Users as seen by the caller, with their presence (one Redis read for all of them); unknown ones left out. */
 export async function presentUsers(readModels: ReadModels, profiles: ReadonlyArray<UserProfile | null>, viewerId: string): Promise<Record<string, unknown>[]> {
   const known = profiles.filter((p): p is UserProfile => p !== null);
-  const online = await readModels.online(known.map((p) => p._id));
-  return known.map((p) => presentUser(p, viewerId, online.has(p._id)));
+  const [online, relations] = await Promise.all([readModels.online(known.map((p) => p._id)), viewerRelations(readModels, viewerId)]);
+  return known.map((p) => presentUser(p, viewerId, online.has(p._id), relations.get(p._id)));
 }
