@@ -67,6 +67,10 @@ export interface Service {
 
 /** Opens the event store the configuration names. */
 export async function openEventStore(config: Config, onCommit?: (position: bigint) => void): Promise<EventStore> {
+  if (config.eventStoreUrl && /^postgres(ql)?:\/\//.test(config.eventStoreUrl)) {
+    const { openPostgresEventStore } = await import('./eventstore/postgres.ts');
+    return openPostgresEventStore(config.eventStoreUrl);
+  }
   if (config.eventStoreUrl) {
     const { openKurrentEventStore } = await import('./eventstore/kurrent.ts');
     return openKurrentEventStore(config.eventStoreUrl);
