@@ -314,7 +314,8 @@ export class KurrentEventStore implements EventStore {
     return client.execute(v2Grpc.StreamsServiceClient as never, 'multiStreamAppend', (c: V2Grpc.StreamsServiceClient) => {
       return new Promise((resolve, reject) => {
         const sink = c.appendSession(...client.callArguments({ requiresLeader: true }), (error, response) => {
-          if (error) return reject(convertToCommandError(error));
+          // NotLeader stays raw (the client does not know the v2 form); everything else as the client's errors.
+          if (error) return reject(notLeader(error) ? error : convertToCommandError(error));
           if (!response) return reject(new Error('KurrentDB sent an empty multi-stream append reply'));
           const out = new Map<string, { revision: number; position: bigint | undefined }>();
           for (const o of response.getOutputList()) {
