@@ -31,6 +31,8 @@ export interface ProjectorOptions {
   checkIntervalMs?: number;
   /** Take over partitions not listed in `preferred` when their lease is free (default true). */
   takeOver?: boolean;
+  /** Redis client name of the partition connections (CLIENT SETNAME), for operators and tests. */
+  connectionName?: string;
 }
 
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
@@ -221,6 +223,7 @@ export class Projector {
       autoResendUnfulfilledCommands: false,
       retryStrategy: () => null,
       lazyConnect: true,
+      ...(this.o.connectionName ? { connectionName: this.o.connectionName } : {}),
     });
     redis.on('error', () => {});
     const gen = this.generation;
