@@ -257,17 +257,19 @@ export class PostgresEventStore implements EventStore {
     let broken: unknown;
     let last = 0n;
     try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock($1)', [this.#lockKey]);
+      // One round trip for BEGIN and the lock (the key is a number of our own, safe to inline); the reads
+      // below run after the lock is held, so their snapshot sees every earlier append committed.
+      await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${this.#lockKey})`);
       const names = [...new Set(batch.flatMap((p) => p.writes.map((w) => w.stream)))];
-      const revs = await client.query<{ stream: string; revision: number | null }>(
-        `SELECT s.stream, (SELECT e.revision FROM events e WHERE e.stream = s.stream ORDER BY e.revision DESC LIMIT 1) AS revision
+      const revs = await client.query<{ stream: string; revision: number | null; head: string | null }>(
+        `SELECT s.stream,
+                (SELECT e.revision FROM events e WHERE e.stream = s.stream ORDER BY e.revision DESC LIMIT 1) AS revision,
+                (SELECT max(position) FROM events) AS head
            FROM unnest($1::text[]) AS s(stream)`,
         [names],
       );
       const current = new Map<string, number>(revs.rows.map((r) => [r.stream, r.revision ?? -1]));
-      const head = await client.query<{ p: string | null }>('SELECT max(position) AS p FROM events');
-      const before = BigInt(head.rows[0]?.p ?? '0');
+      const before = BigInt(revs.rows[0]?.head ?? '0');
       let position = before;
       const cols = { position: [] as string[], id: [] as string[], stream: [] as string[], revision: [] as number[], type: [] as string[], data: [] as string[], metadata: [] as string[] };
       for (const p of batch) {
@@ -306,13 +308,16 @@ export class PostgresEventStore implements EventStore {
         outcomes.push({ ok: results });
       }
       if (cols.position.length > 0) {
+        // The rows and the notification (delivered at COMMIT) in one statement.
         await client.query(
-          `INSERT INTO events (${COLUMNS})
-           SELECT p, i, s, r, t, d::json, m::json
-             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::text[]) AS u(p, i, s, r, t, d, m)`,
-          [cols.position, cols.id, cols.stream, cols.revision, cols.type, cols.data, cols.metadata],
+          `WITH ins AS (
+             INSERT INTO events (${COLUMNS})
+             SELECT p, i, s, r, t, d::json, m::json
+               FROM unnest($1::bigint[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::text[], $7::text[]) AS u(p, i, s, r, t, d, m)
+             RETURNING 1)
+           SELECT pg_notify($8, $9), (SELECT count(*) FROM ins)`,
+          [cols.position, cols.id, cols.stream, cols.revision, cols.type, cols.data, cols.metadata, this.#channel, String(position)],
         );
-        await client.query('SELECT pg_notify($1, $2)', [this.#channel, String(position)]);
       }
       last = position;
       await this.#opts.beforeCommit?.();
