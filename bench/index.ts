@@ -8,5 +8,6 @@ import memory from './memory.ts';
 import rebuild from './rebuild.ts';
 import send from './send.ts';
 import ack from './ack.ts';
+import postgres from './postgres.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres];

@@ -11,6 +11,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
 import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
+import { deleteKeys } from './rebuild.ts';
 import { PartitionRunner } from './runner.ts';
 import type { Projection } from './types.ts';
 
@@ -30,16 +31,49 @@ export interface ProjectorOptions {
   checkIntervalMs?: number;
   /** Take over partitions not listed in `preferred` when their lease is free (default true). */
   takeOver?: boolean;
+  /** Redis client name of the partition connections (CLIENT SETNAME), for operators and tests. */
+  connectionName?: string;
 }
 
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
 
 /**
- * Returns the current generation, creating one (and marking it as needing a rebuild) when Redis has none.
+ * The current generation, checked against the store's identity in one step: a generation whose checkpoints
+ * belong to another store (after `events migrate` and a URL switch, or a store recreated from scratch) is
+ * replaced by a new one, which the projectors rebuild from the start of this store. A generation recorded
+ * before identities existed adopts the store it is first checked against.
+ * Returns [generation, created (0/1), the replaced generation or ''].
  */
-export async function currentGeneration(redis: Redis, prefix: string): Promise<{ gen: number; created: boolean }> {
+const GENERATION_FOR_STORE = `
+local g = redis.call('get', KEYS[1])
+local old = ''
+if g then
+  local sk = ARGV[1] .. 'g' .. g .. ':' .. ARGV[3]
+  local s = redis.call('get', sk)
+  if not s then
+    redis.call('set', sk, ARGV[2])
+    return {g, 0, ''}
+  end
+  if s == ARGV[2] then return {g, 0, ''} end
+  old = g
+end
+local n = redis.call('incr', KEYS[2])
+redis.call('set', KEYS[1], n)
+redis.call('set', ARGV[1] .. 'g' .. n .. ':' .. ARGV[3], ARGV[2])
+return {tostring(n), 1, old}
+`;
+
+/**
+ * Returns the current generation, creating one (and marking it as needing a rebuild) when Redis has none,
+ * or — given the store's identity — when the current one belongs to another store.
+ */
+export async function currentGeneration(redis: Redis, prefix: string, storeIdentity?: string): Promise<{ gen: number; created: boolean; replaced?: number }> {
   const ctl = controlKeys(prefix);
+  if (storeIdentity !== undefined) {
+    const [g, created, old] = (await redis.eval(GENERATION_FOR_STORE, 2, ctl.generation, ctl.generationSeq, prefix, storeIdentity, genKeys.store)) as [string, number, string];
+    return { gen: Number(g), created: created === 1, ...(old !== '' ? { replaced: Number(old) } : {}) };
+  }
   const raw = await redis.get(ctl.generation);
   if (raw !== null) return { gen: Number(raw), created: false };
   const next = await redis.incr(ctl.generationSeq);
@@ -63,6 +97,7 @@ export class Projector {
   private readonly owned = new Map<number, Owned>();
   private readonly freeSeen = new Map<number, number>();
   private generation = 0;
+  private storeId: string | undefined;
   private timer: NodeJS.Timeout | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
   private stopping = false;
@@ -99,11 +134,18 @@ export class Projector {
     if (this.ticking || this.stopping) return;
     this.ticking = true;
     try {
-      const { gen, created } = await currentGeneration(this.admin, this.o.prefix);
+      // The store first: while it is down nothing below runs (and no connection is opened).
+      this.storeId ??= await this.o.store.identity();
+      const { gen, created, replaced } = await currentGeneration(this.admin, this.o.prefix, this.storeId);
       if (gen !== this.generation) {
         this.o.log.info({ from: this.generation, to: gen, created }, 'projector switching generation');
         await this.stopAll(false);
         this.generation = gen;
+      }
+      if (replaced !== undefined) {
+        this.o.log.warn({ replaced, generation: gen, store: this.storeId }, 'the read models belonged to another event store: rebuilding from this one');
+        // Its checkpoints are positions in another store: nothing reads that generation any more.
+        void deleteKeys(this.admin, generationPrefix(this.o.prefix, replaced)).catch(() => undefined);
       }
       await this.announcePreferences();
       await this.handBack();
@@ -181,9 +223,12 @@ export class Projector {
       autoResendUnfulfilledCommands: false,
       retryStrategy: () => null,
       lazyConnect: true,
+      ...(this.o.connectionName ? { connectionName: this.o.connectionName } : {}),
     });
     redis.on('error', () => {});
     const gen = this.generation;
+    // Ask the store before connecting: a store that is down must not leave a Redis connection behind.
+    const head = await this.o.store.headPosition();
     let cp: string | null;
     try {
       await redis.connect();
@@ -192,7 +237,6 @@ export class Projector {
       redis.disconnect();
       throw err;
     }
-    const head = await this.o.store.headPosition();
     const runner = new PartitionRunner({
       store: this.o.store,
       redis,

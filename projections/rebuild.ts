@@ -7,7 +7,7 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
-import { controlKeys, generationPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
 import { PartitionRunner } from './runner.ts';
 import type { Projection } from './types.ts';
 
@@ -36,6 +36,8 @@ export interface RebuildOptions {
   deleteOld?: boolean;
   /** Stop at this position instead of the head (for `events state --at`). */
   untilPosition?: bigint;
+  /** Resubscriptions allowed per partition after its subscription drops, without progress in between (default 5). */
+  maxResubscribes?: number;
   /** Use this prefix for the new generation's keys instead of the live one (for `events state --at`). */
   targetPrefix?: string;
 }
@@ -78,31 +80,68 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
     const positions = new Array<bigint>(o.partitions).fill(0n);
     let seen = 0;
     const store = o.untilPosition === undefined ? o.store : boundedStore(o.store, o.untilPosition);
-    const runners = Array.from({ length: o.partitions }, (_, i) => {
-      const redis = new Redis(o.redisUrl, { maxRetriesPerRequest: null });
-      conns.push(redis);
-      return new PartitionRunner({
-        store,
-        redis,
-        prefix,
-        generation,
-        partition: i,
-        partitions: o.partitions,
-        projections: o.projections,
-        log: o.log,
-        rebuilding: true,
-        stopWhenCaughtUp: true,
-        batchSize: 2000,
-        onCommit: (position, _applied, n) => {
-          positions[i] = position;
-          seen += n;
-          o.onProgress?.({ events: Math.round(seen / o.partitions), position: positions.reduce((a, b) => (b < a ? b : a)), head });
-        },
+    const runners: PartitionRunner[] = [];
+    // A partition whose subscription drops (a KurrentDB node restart, a Postgres failover) resubscribes from
+    // its checkpoint; after `maxResubscribes` drops in a row without progress the rebuild fails with one line.
+    const maxResubscribes = o.maxResubscribes ?? 5;
+    const runPartition = (i: number) =>
+      new Promise<void>((resolve, reject) => {
+        let drops = 0;
+        let settled = false;
+        const start = () => {
+          const redis = new Redis(o.redisUrl, { maxRetriesPerRequest: null });
+          conns.push(redis);
+          const onStop = (reason: 'error' | 'checkpoint-lost', err?: unknown) => {
+            if (settled) return;
+            const why = err instanceof Error ? err.message : reason;
+            if (reason !== 'error' || ++drops > maxResubscribes) {
+              settled = true;
+              reject(new Error(`rebuild: partition ${i} stopped (${why})${reason === 'error' ? ` after ${drops - 1} resubscriptions` : ''}`));
+              return;
+            }
+            o.log.warn({ partition: i, err: why, attempt: drops }, 'rebuild: the subscription dropped; resubscribing from the checkpoint');
+            redis.disconnect();
+            setTimeout(start, Math.min(5000, 200 * 2 ** (drops - 1)));
+          };
+          const runner: PartitionRunner = new PartitionRunner({
+            store,
+            redis,
+            prefix,
+            generation,
+            partition: i,
+            partitions: o.partitions,
+            projections: o.projections,
+            log: o.log,
+            rebuilding: true,
+            stopWhenCaughtUp: true,
+            batchSize: 2000,
+            onCommit: (position, _applied, n) => {
+              drops = 0;
+              positions[i] = position;
+              seen += n;
+              o.onProgress?.({ events: Math.round(seen / o.partitions), position: positions.reduce((a, b) => (b < a ? b : a)), head });
+            },
+            onStop,
+          });
+          runners[i] = runner;
+          runner.start().then(
+            () =>
+              runner.caughtUpPromise.then(() => {
+                settled = true;
+                resolve();
+              }),
+            (err: unknown) => void runner.stop().then(() => onStop('error', err)),
+          );
+        };
+        start();
       });
-    });
-    await Promise.all(runners.map((r) => r.start()));
-    await Promise.all(runners.map((r) => r.caughtUpPromise));
-    await Promise.all(runners.map((r) => r.stop()));
+    try {
+      await Promise.all(Array.from({ length: o.partitions }, (_, i) => runPartition(i)));
+    } finally {
+      await Promise.all(runners.map((r) => r?.stop()));
+    }
+    // The new generation's checkpoints are positions in this store (see Projector: a mismatch rebuilds).
+    await admin.set(generationPrefix(prefix, generation) + genKeys.store, await o.store.identity());
     if (o.swap !== false) {
       await admin.set(ctl.generation, String(generation));
       await admin.publish(ctl.controlChannel, `generation:${generation}`);
@@ -129,6 +168,7 @@ function boundedStore(store: EventStore, until: bigint): EventStore {
     streamRevision: (s) => store.streamRevision(s),
     readAll: (o) => store.readAll(o),
     headPosition: async () => until,
+    identity: () => store.identity(),
     stats: () => store.stats(),
     close: async () => {},
     subscribe(opts) {

@@ -35,7 +35,7 @@ const schema = z
     REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9:_.-]*$/, 'letters, digits and :_.- only').default('stoat:'),
     EVENTSTORE_URL: z
       .string()
-      .regex(/^(kurrentdb|esdb|kdb)(\+discover)?:\/\//, 'must be a kurrentdb:// or esdb:// connection string')
+      .regex(/^((kurrentdb|kurrent|esdb|kdb)(\+discover)?|postgres|postgresql):\/\//, 'must be a kurrentdb://, kurrent://, esdb://, postgres:// or postgresql:// connection string')
       .optional(),
     ROLES: z
       .string()

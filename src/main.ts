@@ -20,7 +20,7 @@ try {
 const log = createLogger(config.logLevel, { roles: config.roles.join(',') });
 const service = await startService(config, { log });
 log.info(
-  { api: config.roles.includes('api') ? service.apiUrl : undefined, media: config.roles.includes('media') ? service.mediaUrl : undefined, dataDir: config.dataDir, eventStore: config.eventStoreUrl ? 'kurrentdb' : 'sqlite' },
+  { api: config.roles.includes('api') ? service.apiUrl : undefined, media: config.roles.includes('media') ? service.mediaUrl : undefined, dataDir: config.dataDir, eventStore: !config.eventStoreUrl ? 'sqlite' : /^postgres(ql)?:/.test(config.eventStoreUrl) ? 'postgres' : 'kurrentdb' },
   'service started',
 );
 

@@ -81,6 +81,10 @@ export async function openReadableEventStore(config: Config, raw?: EventStore): 
 
 /** Opens the event store the configuration names. */
 export async function openEventStore(config: Config, onCommit?: (position: bigint) => void): Promise<EventStore> {
+  if (config.eventStoreUrl && /^postgres(ql)?:\/\//.test(config.eventStoreUrl)) {
+    const { openPostgresEventStore } = await import('./eventstore/postgres.ts');
+    return openPostgresEventStore(config.eventStoreUrl);
+  }
   if (config.eventStoreUrl) {
     const { openKurrentEventStore } = await import('./eventstore/kurrent.ts');
     return openKurrentEventStore(config.eventStoreUrl);

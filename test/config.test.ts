@@ -140,3 +140,10 @@ t.test('SIGTERM drains in-flight requests, then exits 0', async (t) => {
   t.same(results.filter((r) => r !== 'status 204'), [], 'every request on an accepted connection completed');
   t.notOk(out.includes('"level":50'), 'no error logged during shutdown');
 });
+
+t.test('EVENTSTORE_URL selects the engine by scheme', async (t) => {
+  for (const url of ['kurrentdb://h:2113?tls=false', 'kurrent://h:2113?tls=false', 'kurrent+discover://h:2113', 'esdb://h:2113', 'postgres://u@h:5432/db', 'postgresql://u@h/db?schema=stoat']) {
+    t.equal(loadConfig({ EVENTSTORE_URL: url }).eventStoreUrl, url, url);
+  }
+  for (const url of ['mysql://h/db', 'sqlite:/tmp/x', 'kurrentdbx://h']) t.throws(() => loadConfig({ EVENTSTORE_URL: url }), ConfigError, url);
+});

@@ -5,7 +5,8 @@ import t, { type Test } from 'tap';
 import { KurrentDBClient, jsonEvent } from '@kurrent/kurrentdb-client';
 import { eventStoreContract } from './eventstore.contract.ts';
 import { startKurrentDouble, type KurrentDouble } from './helpers/kurrentDouble.ts';
-import { KurrentEventStore, openKurrentEventStore } from '../src/eventstore/kurrent.ts';
+import { IDENTITY_STREAM, KurrentEventStore, openKurrentEventStore } from '../src/eventstore/kurrent.ts';
+import { InvalidAppendError } from '../src/eventstore/validate.ts';
 import { WrongExpectedRevisionError, type EventMetadata, type NewEvent, type RecordedEvent } from '../src/eventstore/port.ts';
 import { until } from './helpers/wait.ts';
 
@@ -13,6 +14,8 @@ const meta = (): EventMetadata => ({ actor: 'user-1', requestId: 'req-1', at: ne
 const ev = (type = 'ThingHappened'): NewEvent => ({ id: randomUUID(), type, data: { n: 1 }, metadata: meta() });
 const stream = () => `kurrent-${randomUUID().replace(/-/g, '')}`;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** The double's log without the store's identity event. */
+const ours = (double: KurrentDouble) => double.log.filter((e) => e.stream !== IDENTITY_STREAM);
 /** A double and a store on it, both shut down by the subtest's teardown. */
 async function openOnDouble(t: Test, options: Parameters<typeof startKurrentDouble>[0] = {}): Promise<{ double: KurrentDouble; store: KurrentEventStore }> {
   const double = await startKurrentDouble(options);
@@ -56,7 +59,7 @@ t.test('appendMany is one multi-stream AppendSession on the wire', async (t) => 
   ]);
   t.equal((double.calls.appendSession ?? 0) - (before.appendSession ?? 0), 1, 'one AppendSession call');
   t.equal(double.calls.append ?? 0, before.append ?? 0, 'no single-stream Append calls');
-  t.equal(double.log.length, 3, 'three events in the log');
+  t.equal(ours(double).length, 3, 'three events in the log');
 
   const logged = double.log.length;
   await t.rejects(
@@ -71,17 +74,27 @@ t.test('appendMany is one multi-stream AppendSession on the wire', async (t) => 
   t.equal((double.calls.appendSession ?? 0) - (before.appendSession ?? 0), 2, 'the failed attempt was one AppendSession too');
 });
 
-t.test('without multi-stream append support, appendMany fails and writes nothing', async (t) => {
-  const { double, store } = await openOnDouble(t, { legacy: true });
-  const a = stream();
-  const r = await store.append(a, [ev()], 'no_stream');
-  t.equal(r.revision, 0, 'single-stream appends still work');
-  const err = await store.appendMany([{ stream: a, events: [ev()], expected: 0 }]).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  t.equal((err as { type?: unknown } | undefined)?.type, 'unsupported', "the client's UnsupportedError (no non-atomic fallback)");
-  t.equal(double.log.length, 1, 'nothing written');
+t.test('servers too old are refused at open with one line', async (t) => {
+  for (const [options, pattern] of [
+    [{ legacy: true }, /does not report its version \(older than 21\.10\).*25\.1 or later/],
+    [{ version: '24.10.0' }, /KurrentDB 24\.10\.0 .* is too old: Stoatish needs 25\.1 or later/],
+    [{ version: '23.10.1' }, /KurrentDB 23\.10\.1 .* is too old/],
+  ] as const) {
+    const double = await startKurrentDouble(options);
+    t.teardown(() => double.stop());
+    const err = await openKurrentEventStore(double.url).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    t.match(err?.message, pattern, JSON.stringify(options));
+    t.notOk(err?.message.includes('\n'), 'one line');
+    t.equal(double.log.length, 0, 'nothing written to a refused server');
+  }
+  const ok = await startKurrentDouble({ version: '25.1.0' });
+  t.teardown(() => ok.stop());
+  const store = await openKurrentEventStore(ok.url);
+  await store.close();
+  t.pass('25.1 is accepted');
 });
 
 t.test('system events are skipped, filtered on the server', async (t) => {
@@ -145,9 +158,152 @@ t.test('positions are commit positions, not counters', async (t) => {
   const read = await store.readStream(a);
   t.strictSame(
     read.map((e) => e.position),
-    double.log.map((e) => e.position),
+    ours(double).map((e) => e.position),
     "each event's position is the server's commit position",
   );
-  t.equal(r.position, double.log[1]?.position, 'the append result is the commit position of its last event');
+  t.equal(r.position, ours(double)[1]?.position, 'the append result is the commit position of its last event');
   t.ok(read[1]!.position - read[0]!.position > 1n, 'and they are not contiguous here');
+});
+
+t.test('appends go through BatchAppend, like against a real server (and through Append when it is not offered)', async (t) => {
+  const { double, store } = await openOnDouble(t);
+  const a = stream();
+  const before = { ...double.calls };
+  const r = await store.append(a, [ev(), ev()], 'no_stream');
+  t.equal((double.calls['batchAppend:append'] ?? 0) - (before['batchAppend:append'] ?? 0), 1, 'one BatchAppend append');
+  t.equal(double.calls.append ?? 0, before.append ?? 0, 'no Streams.Append call');
+  t.equal(r.revision, 1);
+  t.equal(r.position, ours(double).at(-1)?.position, 'the position from the BatchAppend reply');
+  const err = await store.append(a, [ev()], 0).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  t.ok(err instanceof WrongExpectedRevisionError, 'a conflict through BatchAppend becomes WrongExpectedRevisionError');
+  t.strictSame({ stream: (err as WrongExpectedRevisionError).stream, actual: (err as WrongExpectedRevisionError).actual }, { stream: a, actual: 1 });
+
+  const plain = await openOnDouble(t, { noBatchAppend: true });
+  const b = stream();
+  await plain.store.append(b, [ev()], 'no_stream');
+  t.equal(plain.double.calls.batchAppend ?? 0, 0, 'without BatchAppend advertised the client uses Append');
+  t.ok((plain.double.calls.append ?? 0) >= 1);
+});
+
+t.test('throwOnAppendFailure=false: a failed append is still a WrongExpectedRevisionError with the real revision', async (t) => {
+  const double = await startKurrentDouble();
+  t.teardown(() => double.stop());
+  for (const path of ['BatchAppend', 'Append']) {
+    const d = path === 'Append' ? await startKurrentDouble({ noBatchAppend: true }) : double;
+    if (d !== double) t.teardown(() => d.stop());
+    const store = await openKurrentEventStore(`${d.url}&throwOnAppendFailure=false`);
+    t.teardown(() => store.close());
+    const a = stream();
+    await store.append(a, [ev(), ev(), ev()], 'no_stream');
+    const logged = d.log.length;
+    const err = await store.append(a, [ev()], 0).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    t.ok(err instanceof WrongExpectedRevisionError, `${path}: the failure is not reported as success`);
+    t.equal((err as WrongExpectedRevisionError | undefined)?.actual, 2, `${path}: with the stream's actual revision`);
+    t.equal(d.log.length, logged, `${path}: nothing written`);
+  }
+});
+
+t.test('the server deduplicates a retried append by event id; the stand-in does too', async (t) => {
+  const { double, store } = await openOnDouble(t);
+  const a = stream();
+  const events = [ev(), ev()];
+  const first = await store.append(a, events, 'any');
+  const again = await store.append(a, events, 'any');
+  t.equal(ours(double).length, 2, "appending the same ids again with 'any' writes nothing");
+  t.strictSame(again, first, 'and reports the same revision and position');
+  const exact = await store.append(a, events, 'no_stream');
+  t.strictSame(exact, first, "the same ids at the revision the expectation names are a retry too ('no_stream')");
+  const partial = await store.append(a, [events[1]!, ev()], 0).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  t.ok(partial instanceof WrongExpectedRevisionError, 'a partial overlap is refused');
+  t.equal(ours(double).length, 2);
+  t.ok((double.calls.idempotent ?? 0) >= 2, 'the stand-in took the idempotent path');
+});
+
+t.test('NotLeader after a leader change: reconnect and retry once', async (t) => {
+  const { double, store } = await openOnDouble(t);
+  const a = stream();
+  double.becomeFollower(1);
+  const r = await store.append(a, [ev()], 'no_stream');
+  t.equal(r.revision, 0, 'BatchAppend: the retry on the leader succeeded');
+  t.equal(ours(double).length, 1, 'written once');
+  double.becomeFollower(1);
+  const many = await store.appendMany([
+    { stream: a, events: [ev()], expected: 0 },
+    { stream: stream(), events: [ev()], expected: 'no_stream' },
+  ]);
+  t.strictSame(many.map((m) => m.revision), [1, 0], 'AppendSession: the retry succeeded');
+  t.equal(ours(double).length, 3);
+  t.equal((store.stats() as { reconnects?: number }).reconnects, 2, 'one reconnection each');
+  t.equal(double.calls.notLeader, 2);
+
+  double.becomeFollower(2);
+  const err = await store.append(a, [ev()], 1).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  t.equal((err as { type?: unknown } | undefined)?.type, 'not-leader', 'only one retry: a second NotLeader is reported');
+  t.equal(ours(double).length, 3, 'nothing written');
+  double.becomeFollower(0);
+  await store.append(a, [ev()], 1);
+  t.equal(await store.streamRevision(a), 2, 'the store keeps working afterwards');
+});
+
+t.test('appendMany takes each stream position from the reply: no read per stream', async (t) => {
+  const { double, store } = await openOnDouble(t);
+  const [a, b] = [stream(), stream()];
+  const reads = double.calls.read ?? 0;
+  const r = await store.appendMany([
+    { stream: a, events: [ev(), ev()], expected: 'no_stream' },
+    { stream: b, events: [ev()], expected: 'no_stream' },
+  ]);
+  t.equal(double.calls.read ?? 0, reads, 'no Read calls');
+  const log = ours(double);
+  t.strictSame(r.map((x) => x.position), [log[1]!.position, log[2]!.position], "each stream's own last position");
+});
+
+t.test('local validation: refused before anything is sent', async (t) => {
+  const { double, store } = await openOnDouble(t);
+  const calls = (double.calls.appendSession ?? 0) + (double.calls.batchAppend ?? 0);
+  const a = stream();
+  await t.rejects(store.append(a, [ev('has space')], 'any'), InvalidAppendError, 'event type outside the alphabet');
+  await t.rejects(store.append(a, [ev('ünïcode')], 'any'), InvalidAppendError);
+  await t.rejects(store.appendMany([]), InvalidAppendError, 'an empty multi-stream append');
+  await t.rejects(store.appendMany([{ stream: a, events: [], expected: 'any' }]), InvalidAppendError, 'a stream without events');
+  await t.rejects(
+    store.appendMany([
+      { stream: `${a}-X`, events: [ev()], expected: 'any' },
+      { stream: `${a}-x`, events: [ev()], expected: 'any' },
+    ]),
+    InvalidAppendError,
+    'stream names that differ only in case',
+  );
+  t.equal((double.calls.appendSession ?? 0) + (double.calls.batchAppend ?? 0), calls, 'nothing reached the server');
+  t.equal(ours(double).length, 0);
+  await store.append(a, [ev('Ok.v1:$type-_')], 'any');
+  t.equal(ours(double).length, 1, 'the full alphabet is accepted');
+});
+
+t.test('identity: one per server, kept across opens, never in $all', async (t) => {
+  const { double, store } = await openOnDouble(t);
+  const id = await store.identity();
+  t.match(id, /^kurrentdb:[0-9a-f-]{36}$/);
+  const again = await openKurrentEventStore(double.url.replace('kurrentdb://', 'kurrent://'));
+  t.teardown(() => again.close());
+  t.equal(await again.identity(), id, 'a second open (kurrent:// scheme) reads the same identity');
+  t.equal(double.log.filter((e) => e.stream === IDENTITY_STREAM).length, 1, 'written once');
+  const other = await openOnDouble(t);
+  t.not(await other.store.identity(), id, 'another server has another identity');
+  const all: RecordedEvent[] = [];
+  for await (const e of store.readAll()) all.push(e);
+  t.equal(all.length, 0, 'readAll does not deliver it');
+  t.equal(await store.headPosition(), undefined, 'nor does headPosition');
 });

@@ -51,6 +51,8 @@ async function main(): Promise<number> {
   try {
     switch (command) {
       case 'tail': {
+        let fatal: Error | undefined;
+        let wake = () => {};
         const stop = await tailEvents(
           store,
           {
@@ -60,13 +62,25 @@ async function main(): Promise<number> {
             fromStart: values['from-start'] ?? false,
           },
           (e) => process.stdout.write(toLine(e) + '\n'),
+          {
+            onResubscribe: (err, n) => console.error(`subscription dropped (${err.message}); resubscribing (${n})`),
+            onFatal: (err) => {
+              fatal = err;
+              wake();
+            },
+          },
         );
         console.error('tailing; Ctrl-C to stop');
         await new Promise<void>((resolve) => {
+          wake = resolve;
           process.once('SIGINT', resolve);
           process.once('SIGTERM', resolve);
         });
         await stop();
+        if (fatal) {
+          console.error(`tail stopped: ${(fatal as Error).message}`);
+          return 1;
+        }
         return 0;
       }
       case 'export': {

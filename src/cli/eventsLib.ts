@@ -11,18 +11,22 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import type { EventStore, RecordedEvent, StreamWrite } from '../eventstore/port.ts';
+import type { EventStore, RecordedEvent, StreamWrite, Subscription } from '../eventstore/port.ts';
 import { WrongExpectedRevisionError } from '../eventstore/port.ts';
 import { SqliteEventStore } from '../eventstore/sqlite.ts';
 
-/** Opens a store from a URL: `kurrentdb://…`/`esdb://…`, or `sqlite:<path>` for an embedded file. */
+/** Opens a store from a URL: `kurrentdb://…`/`kurrent://…`/`esdb://…`, `postgres://…`, or `sqlite:<path>` for an embedded file. */
 export async function openStoreUrl(url: string): Promise<EventStore> {
   if (url.startsWith('sqlite:')) return new SqliteEventStore(path.resolve(url.slice('sqlite:'.length)));
-  if (/^(kurrentdb|esdb|kdb)(\+discover)?:\/\//.test(url)) {
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const { openPostgresEventStore } = await import('../eventstore/postgres.ts');
+    return openPostgresEventStore(url);
+  }
+  if (/^(kurrentdb|kurrent|esdb|kdb)(\+discover)?:\/\//.test(url)) {
     const { openKurrentEventStore } = await import('../eventstore/kurrent.ts');
     return openKurrentEventStore(url);
   }
-  throw new Error(`unknown event store URL "${url}" (kurrentdb://…, esdb://… or sqlite:<path>)`);
+  throw new Error(`unknown event store URL "${url}" (kurrentdb://…, kurrent://…, esdb://…, postgres://… or sqlite:<path>)`);
 }
 
 /** One NDJSON line of an exported event. */
@@ -98,16 +102,57 @@ export function tailMatches(e: RecordedEvent, o: TailOptions): boolean {
   return true;
 }
 
-/** Follows the log, calling `onEvent` for matching events until the returned stop function is called. */
-export async function tailEvents(store: EventStore, o: TailOptions, onEvent: (e: RecordedEvent) => void): Promise<() => Promise<void>> {
-  const after = o.fromStart ? undefined : o.after ?? (await store.headPosition());
-  const sub = store.subscribe({
-    ...(after !== undefined ? { after } : {}),
-    onEvents: (events) => {
-      for (const e of events) if (tailMatches(e, o)) onEvent(e);
-    },
-  });
-  return () => sub.close();
+/** How `tailEvents` reacts to a dropped subscription. */
+export interface TailControl {
+  /** Resubscriptions allowed in a row without a delivered event in between (default 5). */
+  maxResubscribes?: number;
+  /** Called when the subscription dropped and tail resubscribes after the last delivered event. */
+  onResubscribe?: (err: Error, attempt: number) => void;
+  /** Called once when tail gives up (the subscription kept dropping); nothing is delivered afterwards. */
+  onFatal?: (err: Error) => void;
+}
+
+/**
+ * Follows the log, calling `onEvent` for matching events until the returned stop function is called. A
+ * dropped subscription is resubscribed after the last event seen (nothing missed, nothing repeated); when it
+ * keeps dropping, `onFatal` says so instead of going quiet.
+ */
+export async function tailEvents(store: EventStore, o: TailOptions, onEvent: (e: RecordedEvent) => void, control: TailControl = {}): Promise<() => Promise<void>> {
+  let after = o.fromStart ? undefined : o.after ?? (await store.headPosition());
+  let sub: Subscription | undefined;
+  let stopped = false;
+  let drops = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const max = control.maxResubscribes ?? 5;
+  const start = () => {
+    sub = store.subscribe({
+      ...(after !== undefined ? { after } : {}),
+      onEvents: (events) => {
+        if (stopped) return;
+        drops = 0;
+        for (const e of events) {
+          after = e.position;
+          if (tailMatches(e, o)) onEvent(e);
+        }
+      },
+      onError: (err) => {
+        if (stopped) return;
+        if (++drops > max) {
+          stopped = true;
+          control.onFatal?.(new Error(`the subscription dropped ${drops} times in a row: ${err.message}`));
+          return;
+        }
+        control.onResubscribe?.(err, drops);
+        timer = setTimeout(start, Math.min(5000, 100 * 2 ** (drops - 1)));
+      },
+    });
+  };
+  start();
+  return async () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+    await sub?.close();
+  };
 }
 
 /** The position of the last event recorded at or before `at` (undefined when none). */
@@ -119,6 +164,25 @@ export async function findPosition(store: EventStore, at: Date): Promise<bigint 
     last = e.position;
   }
   return last;
+}
+
+/** The target holds a different event at a revision the source's event needs: nothing is skipped silently. */
+export class MigrationConflictError extends Error {
+  constructor(
+    readonly stream: string,
+    readonly revision: number,
+    readonly sourceId: string,
+    readonly targetId: string,
+  ) {
+    super(`migrate: ${stream}@${revision} is event ${targetId} in the target but ${sourceId} in the source; the target holds other history, aborting`);
+    this.name = 'MigrationConflictError';
+  }
+}
+
+/** Client errors after which the outcome of a multi-stream append is unknown or it is not available. */
+function isFallbackError(err: unknown): boolean {
+  const type = err !== null && typeof err === 'object' ? (err as { type?: unknown }).type : undefined;
+  return type === 'unavailable' || type === 'unknown' || type === 'unsupported';
 }
 
 /** Options of a migration. */
@@ -148,7 +212,11 @@ export async function migrate(source: EventStore, target: EventStore, o: Migrate
   let copied = 0;
   let skipped = 0;
   let pending: RecordedEvent[] = [];
-  /** Appends runs one by one, skipping runs a previous (interrupted) run already copied. */
+  /**
+   * Appends runs one by one. A run whose revisions the target already holds is skipped only when the target
+   * has the very same events there (by id); a partly copied run is completed; anything else aborts, since
+   * skipping it would lose the source's events silently.
+   */
   const appendRuns = async (runs: StreamWrite[]) => {
     for (const write of runs) {
       try {
@@ -156,10 +224,23 @@ export async function migrate(source: EventStore, target: EventStore, o: Migrate
         copied += write.events.length;
       } catch (err) {
         if (!(err instanceof WrongExpectedRevisionError)) throw err;
-        const have = await target.streamRevision(write.stream);
-        const lastRevision = (write.expected === 'no_stream' ? -1 : (write.expected as number)) + write.events.length;
-        if (have >= lastRevision) skipped += write.events.length;
-        else throw new Error(`target stream ${write.stream} is at revision ${have}, cannot place revision ${lastRevision}: it has events of its own`);
+        const first = write.expected === 'no_stream' ? 0 : (write.expected as number) + 1;
+        const there = await target.readStream(write.stream, { fromRevision: first, maxCount: write.events.length });
+        for (let k = 0; k < there.length; k++) {
+          if (there[k]!.id !== write.events[k]!.id) {
+            throw new MigrationConflictError(write.stream, first + k, write.events[k]!.id, there[k]!.id);
+          }
+        }
+        if (there.length === 0) {
+          const have = await target.streamRevision(write.stream);
+          throw new Error(`target stream ${write.stream} is at revision ${have}, cannot place revision ${first}: it has events of its own`);
+        }
+        skipped += there.length;
+        const rest = write.events.slice(there.length);
+        if (rest.length > 0) {
+          await target.append(write.stream, rest, first + there.length - 1);
+          copied += rest.length;
+        }
       }
     }
   };
@@ -187,7 +268,9 @@ export async function migrate(source: EventStore, target: EventStore, o: Migrate
         await target.appendMany(group);
         copied += group.reduce((n, w) => n + w.events.length, 0);
       } catch (err) {
-        if (!(err instanceof WrongExpectedRevisionError)) throw err;
+        // A conflict, or an outcome we cannot know (the server went away, an unknown error, a server
+        // without multi-stream appends): append stream by stream, where every revision is checked by id.
+        if (!(err instanceof WrongExpectedRevisionError) && !isFallbackError(err)) throw err;
         await appendRuns(group);
       }
       group = [];

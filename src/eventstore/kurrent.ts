@@ -5,10 +5,26 @@
  *   (`actor` and `reason` are left out when null/absent), because multi-stream appends accept only
  *   string-valued metadata and both append paths must store the same shape.
  * - A position is the event's commit position.
- * - `append` uses `Streams.Append`; `appendMany` uses the v2 multi-stream append (`AppendSession`,
- *   KurrentDB 25.1+), which is atomic across streams. There is no non-atomic fallback.
- * - `readAll`, `headPosition` and `subscribe` skip system events (types starting with `$`).
+ * - `append` uses `appendToStream`, which real servers route through `Streams.BatchAppend`; its reply is
+ *   checked for `success` (with `throwOnAppendFailure=false` in the URL a failed append is not thrown).
+ * - `appendMany` uses the v2 multi-stream append (`AppendSession`, KurrentDB 25.1+), atomic across streams,
+ *   called here directly rather than through `multiStreamAppend` because the client drops the per-stream
+ *   positions of the reply (each result's position comes from the reply, not from a read per stream).
+ *   There is no non-atomic fallback.
+ * - The server version is probed at open: 25.1+ (multi-stream appends; caught-up signals need 23.10+).
+ *   Older servers are refused with one line.
+ * - A write refused with NotLeader (v1 trailers or v2 `NotLeaderNodeErrorDetails`) reconnects — to the
+ *   leader the error names, or through discovery for a cluster URL — and is retried once.
+ * - Local validation (`validate.ts`) refuses what the server would, before anything is sent.
+ * - Identity: the first open writes `$stoat.store-identity` to stream `stoat-store-identity` (a `$` type, so
+ *   the `$all` reads below never deliver it); every later open reads it back.
+ * - `readAll`, `headPosition` and `subscribe` read `$all`, which needs a user with admin rights (or an
+ *   ACL granting `$all` read) on a secured server; they skip system events (types starting with `$`).
  */
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type * as grpc from '@grpc/grpc-js';
 import {
   BACKWARDS,
   END,
@@ -16,9 +32,9 @@ import {
   FORWARDS,
   KurrentDBClient,
   START,
+  convertToCommandError,
   excludeSystemEvents,
   jsonEvent,
-  type AppendStreamRequest,
   type AppendStreamState,
   type EventData,
   type JSONType,
@@ -41,6 +57,37 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from './port.ts';
+import { validateEvents, validateWrites } from './validate.ts';
+import type * as V2Pb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/streams/streams_pb.js';
+import type * as V2Grpc from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/streams/streams_grpc_pb.js';
+import type * as V2ErrorsPb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/errors_pb.js';
+import type * as StatusPb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v1/status_pb.js';
+import type * as StructPb from 'google-protobuf/google/protobuf/struct_pb.js';
+
+// The v2 protocol stubs as the client package ships them (the same google-protobuf instance as the client).
+const require = createRequire(import.meta.url);
+const clientDir = path.dirname(require.resolve('@kurrent/kurrentdb-client/package.json'));
+const clientRequire = createRequire(path.join(clientDir, 'package.json'));
+const gen = path.join(clientDir, 'generated/kurrentdb/protocols');
+const v2 = clientRequire(`${gen}/v2/streams/streams_pb.js`) as typeof V2Pb;
+const v2Grpc = clientRequire(`${gen}/v2/streams/streams_grpc_pb.js`) as typeof V2Grpc;
+const v2Errors = clientRequire(`${gen}/v2/errors_pb.js`) as typeof V2ErrorsPb;
+const statusPb = clientRequire(`${gen}/v1/status_pb.js`) as typeof StatusPb;
+const structPb = clientRequire('google-protobuf/google/protobuf/struct_pb.js') as typeof StructPb;
+
+/** The client's protected plumbing, used to make the AppendSession call ourselves. */
+interface ClientInternals {
+  execute<C, T>(Client: new (...a: never[]) => C, debugName: string, action: (client: C) => Promise<T>): Promise<T>;
+  callArguments(o: { requiresLeader?: boolean }): [grpc.Metadata, grpc.CallOptions];
+  readonly capabilities: Promise<{ serverVersion: string }>;
+}
+
+/** Stream holding the store's identity event. */
+export const IDENTITY_STREAM = 'stoat-store-identity';
+const IDENTITY_TYPE = '$stoat.store-identity';
+
+/** The oldest server this adapter accepts. */
+export const MIN_VERSION: readonly [number, number] = [25, 1];
 
 /** The client's event as read back (a stream read, `$all` read or subscription item). */
 type ClientResolved = Pick<ResolvedEvent, 'event' | 'commitPosition'>;
@@ -72,6 +119,38 @@ function toEventData(e: NewEvent): EventData {
 
 function toStreamState(expected: ExpectedRevision): AppendStreamState {
   return expected === 'any' || expected === 'no_stream' ? expected : BigInt(expected);
+}
+
+/** The leader a NotLeader error names (true when it names none), or undefined for any other error. */
+function notLeader(err: unknown): { host: string; port: number } | true | undefined {
+  if (isClientError(err, ErrorType.NOT_LEADER)) {
+    const l = (err as { leader?: { address?: string; port?: number } }).leader;
+    return l?.address && l.port ? { host: l.address, port: l.port } : true;
+  }
+  // The v2 API reports it in the status details, which the client does not convert.
+  const md = (err as { metadata?: grpc.Metadata } | null)?.metadata;
+  const bin = typeof md?.get === 'function' ? md.get('grpc-status-details-bin')[0] : undefined;
+  if (!bin || typeof bin === 'string') return undefined;
+  try {
+    const details = statusPb.Status.deserializeBinary(new Uint8Array(bin)).getDetails();
+    if (!details?.getTypeUrl().endsWith('NotLeaderNodeErrorDetails')) return undefined;
+    const leader = v2Errors.NotLeaderNodeErrorDetails.deserializeBinary(details.getValue_asU8()).getCurrentLeader();
+    return leader && leader.getHost() && leader.getPort() ? { host: leader.getHost(), port: leader.getPort() } : true;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The connection string pointed at one node (cluster URLs keep discovering on their own). */
+function toLeaderUrl(url: string, leader: { host: string; port: number }): string {
+  const m = /^([a-z+]+:\/\/)([^@/?]*@)?([^/?]*)(.*)$/.exec(url);
+  if (!m || m[1]!.includes('+discover') || m[3]!.includes(',')) return url;
+  return `${m[1]}${m[2] ?? ''}${leader.host}:${leader.port}${m[4]}`;
+}
+
+/** A connection string without its password, for messages. */
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 }
 
 function isClientError(err: unknown, type: ErrorType): boolean {
@@ -113,24 +192,79 @@ function readPosition(after: bigint | undefined): ReadPosition {
 
 /** The KurrentDB adapter of `EventStore`. */
 export class KurrentEventStore implements EventStore {
-  readonly #client: KurrentDBClient;
-  readonly #stats: StoreStats = { appends: 0, commits: 0 };
+  #client: KurrentDBClient;
+  readonly #url: string;
+  readonly #retired = new Set<KurrentDBClient>();
+  readonly #stats: StoreStats & { reconnects?: number } = { appends: 0, commits: 0 };
   readonly #pending = new Set<Promise<unknown>>();
   readonly #subscriptions = new Set<Subscription>();
   #closed = false;
+  #identity: string | undefined;
 
-  /** Wraps a connected client; the store disposes it on close. */
-  constructor(client: KurrentDBClient) {
-    this.#client = client;
+  /** A store on a connection string; `openKurrentEventStore` also checks the server and reads the identity. */
+  constructor(url: string) {
+    this.#url = url;
+    this.#client = KurrentDBClient.connectionString(url);
   }
 
-  /** Appends to one stream through `Streams.Append`. */
+  /** Checks the server version (one clear line when too old) and reads or creates the store's identity. */
+  async init(): Promise<void> {
+    const version = (await (this.#client as unknown as ClientInternals).capabilities).serverVersion;
+    const [major, minor] = version.split('.').map(Number);
+    if (major === undefined || minor === undefined || Number.isNaN(major) || Number.isNaN(minor)) {
+      throw new Error(`KurrentDB at ${redact(this.#url)} does not report its version (older than 21.10): Stoatish needs KurrentDB ${MIN_VERSION.join('.')} or later`);
+    }
+    if (major < MIN_VERSION[0] || (major === MIN_VERSION[0] && minor < MIN_VERSION[1])) {
+      throw new Error(`KurrentDB ${version} at ${redact(this.#url)} is too old: Stoatish needs ${MIN_VERSION.join('.')} or later (multi-stream appends need 25.1, subscription caught-up signals 23.10)`);
+    }
+    this.#identity = await this.#readIdentity();
+  }
+
+  async #readIdentity(): Promise<string> {
+    const read = async (): Promise<string | undefined> => {
+      try {
+        for await (const r of this.#client.readStream(IDENTITY_STREAM, { fromRevision: START, maxCount: 1 })) {
+          const id = (r.event?.data as { identity?: unknown } | undefined)?.identity;
+          if (typeof id === 'string') return id;
+        }
+      } catch (err) {
+        if (!isClientError(err, ErrorType.STREAM_NOT_FOUND)) throw err;
+      }
+      return undefined;
+    };
+    const found = await read();
+    if (found) return found;
+    const identity = `kurrentdb:${randomUUID()}`;
+    try {
+      const r = await this.#onLeader(() => this.#client.appendToStream(IDENTITY_STREAM, jsonEvent({ type: IDENTITY_TYPE, data: { identity } }), { streamState: 'no_stream' }));
+      if (r.success) return identity;
+    } catch (err) {
+      if (!isClientError(err, ErrorType.WRONG_EXPECTED_VERSION)) throw err;
+    }
+    // Another process created it first.
+    const again = await read();
+    if (!again) throw new Error(`KurrentDB stream ${IDENTITY_STREAM} holds no store identity`);
+    return again;
+  }
+
+  /** The store's identity (read at open). */
+  async identity(): Promise<string> {
+    if (this.#identity === undefined) this.#identity = await this.#readIdentity();
+    return this.#identity;
+  }
+
+  /** Appends to one stream (BatchAppend on real servers, Append otherwise). */
   append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     return this.#track(async () => {
       this.#stats.appends++;
+      validateEvents(stream, events);
       if (events.length === 0) return this.#appendNothing(stream, expected);
       try {
-        const r = await this.#client.appendToStream(stream, events.map(toEventData), { streamState: toStreamState(expected) });
+        const r = await this.#onLeader(() => this.#client.appendToStream(stream, events.map(toEventData), { streamState: toStreamState(expected) }));
+        if (!r.success) {
+          // throwOnAppendFailure=false: the failure comes back as a value (and its revision is not reliable).
+          throw new WrongExpectedRevisionError(stream, expected, await this.streamRevision(stream));
+        }
         this.#stats.commits++;
         const revision = Number(r.nextExpectedRevision);
         const position = r.position?.commit ?? (await this.#positionAt(stream, revision));
@@ -149,17 +283,10 @@ export class KurrentEventStore implements EventStore {
   appendMany(writes: StreamWrite[]): Promise<AppendResult[]> {
     return this.#track(async () => {
       this.#stats.appends++;
-      const names = new Set(writes.map((w) => w.stream));
-      if (names.size !== writes.length) throw new TypeError('appendMany: each stream may appear only once');
-      if (writes.length === 0) return [];
-      const requests: AppendStreamRequest[] = writes.map((w) => ({
-        streamName: w.stream,
-        expectedState: toStreamState(w.expected),
-        events: w.events.map(toEventData),
-      }));
-      let result;
+      validateWrites(writes);
+      let result: Map<string, { revision: number; position: bigint | undefined }>;
       try {
-        result = await this.#client.multiStreamAppend(requests);
+        result = await this.#onLeader(() => this.#appendSession(writes));
       } catch (err) {
         if (isClientError(err, ErrorType.WRONG_EXPECTED_VERSION)) {
           const e = err as WrongExpectedVersionError;
@@ -169,16 +296,68 @@ export class KurrentEventStore implements EventStore {
         throw err;
       }
       this.#stats.commits++;
-      const revisions = new Map(result.responses.map((r) => [r.streamName, Number(r.revision)]));
-      // The reply carries one position for the whole append; each stream's own is that of its last event,
-      // read back at its exact revision (revisions never move, so this does not race with other writers).
       return Promise.all(
         writes.map(async (w): Promise<AppendResult> => {
-          const revision = revisions.get(w.stream) ?? -1;
-          return { revision, position: (await this.#positionAt(w.stream, revision)) ?? result.position };
+          const r = result.get(w.stream);
+          if (!r) throw new Error(`KurrentDB's multi-stream append reply has no result for ${w.stream}`);
+          const position = r.position ?? (await this.#positionAt(w.stream, r.revision));
+          if (position === undefined) throw new Error(`KurrentDB did not report the position of the append to ${w.stream}`);
+          return { revision: r.revision, position };
         }),
       );
     });
+  }
+
+  /** One v2 AppendSession call; the reply's per-stream revisions and positions, by stream. */
+  #appendSession(writes: StreamWrite[]): Promise<Map<string, { revision: number; position: bigint | undefined }>> {
+    const client = this.#client as unknown as ClientInternals;
+    return client.execute(v2Grpc.StreamsServiceClient as never, 'multiStreamAppend', (c: V2Grpc.StreamsServiceClient) => {
+      return new Promise((resolve, reject) => {
+        const sink = c.appendSession(...client.callArguments({ requiresLeader: true }), (error, response) => {
+          // NotLeader stays raw (the client does not know the v2 form); everything else as the client's errors.
+          if (error) return reject(notLeader(error) ? error : convertToCommandError(error));
+          if (!response) return reject(new Error('KurrentDB sent an empty multi-stream append reply'));
+          const out = new Map<string, { revision: number; position: bigint | undefined }>();
+          for (const o of response.getOutputList()) {
+            // Each stream's position is that of its last event (read back only if a server leaves it out).
+            const p = o.hasPosition() ? o.getPosition() : undefined;
+            out.set(o.getStream(), { revision: Number(o.getStreamRevision()), position: p === undefined ? undefined : BigInt(p) });
+          }
+          resolve(out);
+        });
+        sink.on('error', reject);
+        for (const w of writes) {
+          const req = new v2.AppendRequest().setStream(w.stream).setExpectedRevision(w.expected === 'any' ? '-2' : w.expected === 'no_stream' ? '-1' : String(w.expected));
+          for (const e of w.events) {
+            const record = new v2.AppendRecord().setRecordId(e.id).setSchema(new v2.SchemaInfo().setFormat(v2.SchemaFormat.SCHEMA_FORMAT_JSON).setName(e.type));
+            for (const [k, v] of Object.entries(encodeMetadata(e.metadata))) record.getPropertiesMap().set(k, new structPb.Value().setStringValue(v));
+            record.setData(Buffer.from(JSON.stringify(e.data ?? null), 'utf8'));
+            req.addRecords(record);
+          }
+          sink.write(req);
+        }
+        sink.end();
+      });
+    });
+  }
+
+  /** Runs a write; on NotLeader, reconnects (to the named leader, or by discovery) and runs it once more. */
+  async #onLeader<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      const leader = notLeader(err);
+      if (!leader) throw err;
+      this.#stats.reconnects = (this.#stats.reconnects ?? 0) + 1;
+      this.#reconnect(leader);
+      return fn();
+    }
+  }
+
+  /** A new client; the old one is kept (its subscriptions run on) until close. */
+  #reconnect(leader: { host: string; port: number } | true): void {
+    this.#retired.add(this.#client);
+    this.#client = KurrentDBClient.connectionString(leader === true ? this.#url : toLeaderUrl(this.#url, leader));
   }
 
   /** Reads a stream; a missing stream reads as empty. */
@@ -355,7 +534,7 @@ export class KurrentEventStore implements EventStore {
     this.#closed = true;
     await Promise.allSettled([...this.#pending]);
     await Promise.allSettled([...this.#subscriptions].map((s) => s.close()));
-    await this.#client.dispose();
+    await Promise.allSettled([this.#client, ...this.#retired].map((c) => c.dispose()));
   }
 
   /** An empty append only checks the expectation; its position is that of the stream's last event (0 if none). */
@@ -389,10 +568,15 @@ export class KurrentEventStore implements EventStore {
   }
 }
 
-/** Connects to KurrentDB (`kurrentdb://host:2113?tls=false`) and checks that it answers a read of `$all`. */
+/**
+ * Connects to KurrentDB (`kurrentdb://host:2113?tls=false`, `kurrent://…`, `esdb://…`), checks the server
+ * version, reads (or creates) the store's identity, and checks that it answers a read of `$all` (which needs
+ * admin rights on a secured server).
+ */
 export async function openKurrentEventStore(url: string): Promise<KurrentEventStore> {
-  const store = new KurrentEventStore(KurrentDBClient.connectionString(url));
+  const store = new KurrentEventStore(url);
   try {
+    await store.init();
     await store.headPosition();
   } catch (err) {
     await store.close();

@@ -1,5 +1,5 @@
 /**
- * The event store port. Every adapter (embedded SQLite, KurrentDB) implements it and passes the one
+ * The event store port. Every adapter (embedded SQLite, PostgreSQL, KurrentDB) implements it and passes the one
  * contract suite in `test/eventstore.contract.ts`.
  *
  * Vocabulary:
@@ -151,6 +151,12 @@ export interface EventStore {
   headPosition(): Promise<bigint | undefined>;
   /** Catches up from a checkpoint, then delivers live events, in position order. */
   subscribe(options: SubscribeOptions): Subscription;
+  /**
+   * The store's identity: positions (and so checkpoints) belong to one store, and a projector that finds
+   * checkpoints recorded against another identity starts a new generation (a rebuild). Created with the
+   * store and kept for its life (`sqlite:<uuid>`, `postgres:<uuid>`, `kurrentdb:<uuid>`).
+   */
+  identity(): Promise<string>;
   /** Counters for tests and benchmarks. */
   stats(): StoreStats;
   /** Releases files and connections. Pending appends finish first. */

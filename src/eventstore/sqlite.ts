@@ -10,6 +10,7 @@
  * Subscriptions poll the table from their checkpoint; an append in this process (or `wake()`, which the
  * composition root calls when another process announces a commit) wakes them at once.
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -27,6 +28,7 @@ import type {
   Subscription,
 } from './port.ts';
 import { WrongExpectedRevisionError } from './port.ts';
+import { validateEvents, validateWrites } from './validate.ts';
 
 /** Options of the SQLite store. */
 export interface SqliteStoreOptions {
@@ -65,6 +67,7 @@ CREATE TABLE IF NOT EXISTS events (
   metadata TEXT NOT NULL,
   UNIQUE (stream, revision)
 );
+CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 `;
 
 /** SQLite adapter of the event store port. */
@@ -76,6 +79,7 @@ export class SqliteEventStore implements EventStore {
   private closed = false;
   private readonly wakers = new Set<() => void>();
   private counters: StoreStats = { appends: 0, commits: 0 };
+  private readonly storeId: string;
   private readonly stmt: {
     revision: Database.Statement<[string], { revision: number }>;
     insert: Database.Statement<[string, string, number, string, string, string]>;
@@ -92,6 +96,8 @@ export class SqliteEventStore implements EventStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.exec(SCHEMA);
+    this.db.prepare(`INSERT OR IGNORE INTO store_info (key, value) VALUES ('identity', ?)`).run(`sqlite:${randomUUID()}`);
+    this.storeId = this.db.prepare(`SELECT value FROM store_info WHERE key = 'identity'`).pluck().get() as string;
     this.stmt = {
       revision: this.db.prepare('SELECT revision FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1'),
       insert: this.db.prepare(
@@ -109,12 +115,26 @@ export class SqliteEventStore implements EventStore {
   }
 
   append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    return this.appendMany([{ stream, events, expected }]).then((r) => r[0]!);
+    return this.enqueue([{ stream, events, expected }], () => validateEvents(stream, events)).then((r) => r[0]!);
   }
 
   appendMany(writes: StreamWrite[]): Promise<AppendResult[]> {
+    return this.enqueue(writes, () => validateWrites(writes));
+  }
+
+  /** The store's identity (created with the file). */
+  async identity(): Promise<string> {
+    return this.storeId;
+  }
+
+  private enqueue(writes: StreamWrite[], validate: () => void): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new Error('event store is closed'));
     this.counters.appends++;
+    try {
+      validate();
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ writes, resolve, reject });
       if (!this.flushScheduled) {

@@ -140,6 +140,10 @@ export class PersonalDataStore implements EventStore {
     return this.inner.headPosition();
   }
 
+  identity(): Promise<string> {
+    return this.inner.identity();
+  }
+
   subscribe(options: SubscribeOptions): Subscription {
     return this.inner.subscribe({
       ...options,

@@ -40,6 +40,8 @@ export function generationPrefix(prefix: string, gen: number): string {
 export const genKeys = {
   /** Checkpoint (global position, decimal) of partition i of n. */
   checkpoint: (partitions: number, i: number) => `cp:${partitions}:${i}`,
+  /** Identity of the event store this generation's checkpoints are positions of (`EventStore.identity()`). */
+  store: 'store',
   /** Set once partition i of n has caught up with the log in this generation. */
   caughtUp: (partitions: number, i: number) => `ready:${partitions}:${i}`,
 };

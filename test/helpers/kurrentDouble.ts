@@ -1,9 +1,17 @@
 /**
  * An in-memory KurrentDB gRPC test double (stack-notes §4, Appendix A), grown to what
  * `@kurrent/kurrentdb-client` 1.3.1 needs for `KurrentEventStore`:
- * - `ServerFeatures.GetSupportedMethods` (lists Read, Append and v2 AppendSession, not BatchAppend, so the
- *   client appends through `Streams.Append` and allows `multiStreamAppend`);
- * - `Streams.Append` (expected revision any / no_stream / stream_exists / exact);
+ * - `ServerFeatures.GetSupportedMethods` (lists Read, Append, BatchAppend and v2 AppendSession, like a real
+ *   25.1 server, so the client appends through `Streams.BatchAppend` — the production path — and allows
+ *   `multiStreamAppend`); the version it reports is an option, and `legacy` answers UNIMPLEMENTED like a
+ *   server older than 21.10;
+ * - `Streams.Append` and `Streams.BatchAppend` (expected revision any / no_stream / stream_exists / exact),
+ *   with the server's idempotency: an append whose event ids are already the stream's events at the place
+ *   the expectation names (the end of the stream for `any`) succeeds without writing again; a partial
+ *   overlap is a WrongExpectedVersion;
+ * - NotLeader: `becomeFollower(n)` makes the next n writes answer like a follower (v1: NOT_FOUND with the
+ *   `exception: not-leader` and leader endpoint trailers; v2: FAILED_PRECONDITION with
+ *   `NotLeaderNodeErrorDetails`), naming this double as the leader;
  * - `Streams.Read`: stream and `$all`, forwards and backwards, count, StreamNotFound, `$all` filters
  *   (stream-name or event-type prefix/regex), and subscriptions (confirmation, catch-up, caught-up, live);
  * - v2 `StreamsService.AppendSession` (multi-stream append: all expected revisions hold and everything is
@@ -24,6 +32,7 @@ import type * as StatusPb from '@kurrent/kurrentdb-client/generated/kurrentdb/pr
 import type * as V2Pb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/streams/streams_pb.js';
 import type * as V2Grpc from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/streams/streams_grpc_pb.js';
 import type * as V2ErrorsPb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/streams/errors_pb.js';
+import type * as V2CoreErrorsPb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/errors_pb.js';
 import type * as AnyPb from 'google-protobuf/google/protobuf/any_pb.js';
 import type * as TimestampPb from 'google-protobuf/google/protobuf/timestamp_pb.js';
 
@@ -41,6 +50,7 @@ const statusPb = require(`${gen}/v1/status_pb.js`) as typeof StatusPb;
 const v2 = require(`${gen}/v2/streams/streams_pb.js`) as typeof V2Pb;
 const v2Grpc = require(`${gen}/v2/streams/streams_grpc_pb.js`) as typeof V2Grpc;
 const v2Errors = require(`${gen}/v2/streams/errors_pb.js`) as typeof V2ErrorsPb;
+const v2CoreErrors = require(`${gen}/v2/errors_pb.js`) as typeof V2CoreErrorsPb;
 const anyPb = clientRequire('google-protobuf/google/protobuf/any_pb.js') as typeof AnyPb;
 const timestampPb = clientRequire('google-protobuf/google/protobuf/timestamp_pb.js') as typeof TimestampPb;
 
@@ -60,8 +70,12 @@ export interface DoubleEvent {
 
 /** Options of `startKurrentDouble`. */
 export interface KurrentDoubleOptions {
-  /** Answer ServerFeatures with UNIMPLEMENTED, like a server too old for multi-stream appends. */
+  /** Answer ServerFeatures with UNIMPLEMENTED, like a server older than 21.10. */
   legacy?: boolean;
+  /** The version ServerFeatures reports (default 25.1.0). Before 25.1 AppendSession is not advertised. */
+  version?: string;
+  /** Leave BatchAppend out of ServerFeatures (the client then uses Streams.Append). */
+  noBatchAppend?: boolean;
 }
 
 /** A running double. */
@@ -74,6 +88,10 @@ export interface KurrentDouble {
   /** RPCs served, by name (`append`, `appendSession`, `read`, `getSupportedMethods`; `read:filtered` and
    * `subscribe:filtered` for `$all` reads and subscriptions that carried a server-side filter). */
   readonly calls: Record<string, number>;
+  /** The next `n` writes (Append, BatchAppend, AppendSession) answer NotLeader, naming this node as leader. */
+  becomeFollower(n: number): void;
+  /** Ends every open subscription from the server side (like a node restart or a leader change). */
+  dropSubscriptions(): void;
   /** Shuts the server down, cancelling open subscriptions. */
   stop(): Promise<void>;
 }
@@ -94,6 +112,7 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
   const count = (name: string) => {
     calls[name] = (calls[name] ?? 0) + 1;
   };
+  let boundPort = 0;
   let nextPosition = 4096n; // like a chunk header in front of the first record
 
   const ticks = () => (BigInt(Date.now()) * 10_000n + 621_355_968_000_000_000n).toString();
@@ -103,6 +122,42 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
     (expected === EXPECT_NO_STREAM && cur === -1) ||
     (expected === EXPECT_EXISTS && cur >= 0) ||
     (expected >= 0n && expected === BigInt(cur));
+
+  /**
+   * The server's idempotency check: where the expectation says the events go (after `expected`, or at the
+   * end of the stream for `any`), are they already there, by id? 'all' = every one is (a retry: succeed
+   * without writing), 'some' = a partial overlap (refused), 'none' = a new write.
+   */
+  const alreadyWritten = (stream: string, expected: bigint, proposed: Proposed[]): 'all' | 'some' | 'none' => {
+    const s = streams.get(stream) ?? [];
+    if (proposed.length === 0 || s.length === 0) return 'none';
+    let from: number;
+    if (expected >= 0n) from = Number(expected) + 1;
+    else if (expected === EXPECT_NO_STREAM) from = 0;
+    else {
+      // 'any' / stream_exists: the first id, looked up in the stream (the server keeps recent ids).
+      from = s.findIndex((e) => e.id === proposed[0]!.id);
+      if (from === -1) return 'none';
+    }
+    if (from >= s.length || s[from]!.id !== proposed[0]!.id) return 'none';
+    for (let i = 0; i < proposed.length; i++) if (s[from + i]?.id !== proposed[i]!.id) return 'some';
+    return 'all';
+  };
+  let followerFor = 0;
+  const notLeaderTrailers = () => {
+    const md = new grpc.Metadata();
+    md.set('exception', 'not-leader');
+    md.set('leader-endpoint-host', '127.0.0.1');
+    md.set('leader-endpoint-port', String(boundPort));
+    return md;
+  };
+  /** True (once per remaining count) when this write must be refused as a follower would. */
+  const asFollower = () => {
+    if (followerFor <= 0) return false;
+    followerFor--;
+    count('notLeader');
+    return true;
+  };
 
   /** Writes one stream's events; the caller has checked the expected revision. */
   const write = (stream: string, proposed: Proposed[]): DoubleEvent[] => {
@@ -199,9 +254,18 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
         const c = opts.getExpectedStreamRevisionCase();
         const expected =
           c === C.REVISION ? BigInt(opts.getRevision()) : c === C.NO_STREAM ? EXPECT_NO_STREAM : c === C.STREAM_EXISTS ? EXPECT_EXISTS : EXPECT_ANY;
+        if (asFollower()) return cb({ code: grpc.status.NOT_FOUND, details: 'Leader info available', metadata: notLeaderTrailers() });
         const cur = current(stream);
         const resp = new pb.AppendResp();
-        if (!holds(expected, cur)) {
+        const dup = alreadyWritten(stream, expected, proposed);
+        if (dup === 'all') {
+          count('idempotent');
+          const ok = new pb.AppendResp.Success().setCurrentRevision(String(cur));
+          const p = String(streams.get(stream)![cur]!.position);
+          ok.setPosition(new pb.AppendResp.Position().setCommitPosition(p).setPreparePosition(p));
+          return cb(null, resp.setSuccess(ok));
+        }
+        if (!holds(expected, cur) || dup === 'some') {
           const w = new pb.AppendResp.WrongExpectedVersion();
           if (cur === -1) w.setCurrentNoStream(new shared.Empty());
           else w.setCurrentRevision(String(cur));
@@ -315,8 +379,84 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
     tombstone(_call: unknown, cb: grpc.sendUnaryData<unknown>) {
       cb({ code: grpc.status.UNIMPLEMENTED });
     },
-    batchAppend(call: grpc.ServerDuplexStream<unknown, unknown>) {
-      call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'BatchAppend is not implemented' });
+    batchAppend(call: grpc.ServerDuplexStream<StreamsPb.BatchAppendReq, StreamsPb.BatchAppendResp>) {
+      count('batchAppend');
+      // One duplex stream carries many appends, each a run of requests sharing a correlation id; the
+      // first carries the options, the last `is_final`.
+      const open = new Map<string, { options: StreamsPb.BatchAppendReq.Options | undefined; proposed: Proposed[]; correlation: SharedPb.UUID | undefined }>();
+      call.on('data', (req: StreamsPb.BatchAppendReq) => {
+        const key = uuidString(req.getCorrelationId());
+        const entry = open.get(key) ?? { options: undefined, proposed: [], correlation: req.getCorrelationId() };
+        open.set(key, entry);
+        if (req.hasOptions()) entry.options = req.getOptions();
+        for (const m of req.getProposedMessagesList()) {
+          const meta = m.getMetadataMap();
+          entry.proposed.push({
+            id: uuidString(m.getId()),
+            type: meta.get('type') ?? '',
+            contentType: meta.get('content-type') ?? 'application/octet-stream',
+            customMetadata: m.getCustomMetadata_asU8(),
+            data: m.getData_asU8(),
+          });
+        }
+        if (!req.getIsFinal()) return;
+        open.delete(key);
+        count('batchAppend:append');
+        const o = entry.options;
+        const resp = new pb.BatchAppendResp().setCorrelationId(entry.correlation);
+        const fail = (code: number, message: string, detail?: { pack: Uint8Array; type: string }) => {
+          const status = new statusPb.Status().setCode(code).setMessage(message);
+          if (detail) {
+            const any = new anyPb.Any();
+            any.pack(detail.pack, detail.type);
+            status.setDetails(any);
+          }
+          call.write(resp.setError(status));
+        };
+        if (!o) return fail(3, 'the first request of an append must carry its options');
+        resp.setStreamIdentifier(o.getStreamIdentifier());
+        if (asFollower()) {
+          // A follower answers the whole call like the v1 Append does: NOT_FOUND with the leader trailers.
+          return void call.emit('error', { code: grpc.status.NOT_FOUND, details: 'Leader info available', metadata: notLeaderTrailers() });
+        }
+        const stream = streamName(o.getStreamIdentifier());
+        const C = pb.BatchAppendReq.Options.ExpectedStreamPositionCase;
+        const c = o.getExpectedStreamPositionCase();
+        const expected =
+          c === C.STREAM_POSITION ? BigInt(o.getStreamPosition()) : c === C.NO_STREAM ? EXPECT_NO_STREAM : c === C.STREAM_EXISTS ? EXPECT_EXISTS : EXPECT_ANY;
+        if (c === C.STREAM_POSITION) resp.setStreamPosition(o.getStreamPosition());
+        else if (c === C.NO_STREAM) resp.setNoStream(new shared.Empty());
+        else if (c === C.STREAM_EXISTS) resp.setStreamExists(new shared.Empty());
+        else resp.setAny(new shared.Empty());
+        const cur = current(stream);
+        const dup = alreadyWritten(stream, expected, entry.proposed);
+        const success = (revision: number, position: bigint | undefined) => {
+          const ok = new pb.BatchAppendResp.Success();
+          if (revision === -1) ok.setNoStream(new shared.Empty());
+          else ok.setCurrentRevision(String(revision));
+          if (position === undefined) ok.setNoPosition(new shared.Empty());
+          else ok.setPosition(new shared.AllStreamPosition().setCommitPosition(String(position)).setPreparePosition(String(position)));
+          call.write(resp.setSuccess(ok));
+        };
+        if (dup === 'all') {
+          count('idempotent');
+          return success(cur, streams.get(stream)![cur]!.position);
+        }
+        if (!holds(expected, cur) || dup === 'some') {
+          const w = new shared.WrongExpectedVersion();
+          if (cur === -1) w.setCurrentNoStream(new shared.Empty());
+          else w.setCurrentStreamRevision(String(cur));
+          if (c === C.STREAM_POSITION) w.setExpectedStreamPosition(o.getStreamPosition());
+          else if (c === C.NO_STREAM) w.setExpectedNoStream(new shared.Empty());
+          else if (c === C.STREAM_EXISTS) w.setExpectedStreamExists(new shared.Empty());
+          else w.setExpectedAny(new shared.Empty());
+          return fail(9, `WrongExpectedVersion on ${stream}`, { pack: w.serializeBinary(), type: 'event_store.client.WrongExpectedVersion' });
+        }
+        const added = write(stream, entry.proposed);
+        success(current(stream), added[added.length - 1]?.position);
+        publish(added);
+      });
+      call.on('end', () => call.end());
     },
   };
 
@@ -326,6 +466,17 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
       const requests: V2Pb.AppendRequest[] = [];
       call.on('data', (req: V2Pb.AppendRequest) => requests.push(req));
       call.on('end', () => {
+        if (asFollower()) {
+          const leader = new v2CoreErrors.NotLeaderNodeErrorDetails().setCurrentLeader(
+            new v2CoreErrors.NotLeaderNodeErrorDetails.NodeInfo().setHost('127.0.0.1').setPort(boundPort),
+          );
+          const any = new anyPb.Any();
+          any.pack(leader.serializeBinary(), 'kurrent.rpc.NotLeaderNodeErrorDetails');
+          const status = new statusPb.Status().setCode(9).setMessage('not the leader').setDetails(any);
+          const md = new grpc.Metadata();
+          md.set('grpc-status-details-bin', Buffer.from(status.serializeBinary()));
+          return cb({ code: grpc.status.FAILED_PRECONDITION, details: 'not the leader', metadata: md });
+        }
         // Check every stream first; write only when all hold (atomic).
         const seen = new Set<string>();
         for (const req of requests) {
@@ -385,13 +536,12 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
     getSupportedMethods(_call: unknown, cb: grpc.sendUnaryData<FeaturesPb.SupportedMethods>) {
       count('getSupportedMethods');
       const method = (service: string, name: string) => new featuresPb.SupportedMethod().setServiceName(service).setMethodName(name);
-      const res = new featuresPb.SupportedMethods()
-        .setEventStoreServerVersion('25.1.0')
-        .setMethodsList([
-          method('event_store.client.streams.Streams', 'Read'),
-          method('event_store.client.streams.Streams', 'Append'),
-          method('kurrentdb.protocol.v2.streams.StreamsService', 'AppendSession'),
-        ]);
+      const version = options.version ?? '25.1.0';
+      const [major = 0, minor = 0] = version.split('.').map(Number);
+      const methods = [method('event_store.client.streams.Streams', 'Read'), method('event_store.client.streams.Streams', 'Append')];
+      if (!options.noBatchAppend) methods.push(method('event_store.client.streams.Streams', 'BatchAppend'));
+      if (major > 25 || (major === 25 && minor >= 1)) methods.push(method('kurrentdb.protocol.v2.streams.StreamsService', 'AppendSession'));
+      const res = new featuresPb.SupportedMethods().setEventStoreServerVersion(version).setMethodsList(methods);
       cb(null, res);
     },
   };
@@ -406,11 +556,18 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
+  boundPort = port;
   return {
     url: `kurrentdb://127.0.0.1:${port}?tls=false`,
     port,
     log,
     calls,
+    becomeFollower: (n: number) => {
+      followerFor = n;
+    },
+    dropSubscriptions: () => {
+      for (const s of subscriptions) s.end();
+    },
     stop: async () => {
       for (const s of subscriptions) s.end();
       await new Promise<void>((resolve) => {

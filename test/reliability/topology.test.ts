@@ -1,5 +1,6 @@
 /**
- * The scaled-out topology as separate OS processes over ONE SQLite event store and ONE Redis prefix: two
+ * The scaled-out topology as separate OS processes over ONE event store and ONE Redis prefix — run once over
+ * SQLite and once over PostgreSQL (a database of its own; fewer messages, to keep the suite's time): two
  * API processes, one media server, two projector processes (PROJECTOR_PARTITIONS=2, one preferred partition
  * each, PROJECTOR_LEASE_MS=1500) and two media worker processes. Six users send messages (every third
  * with an attachment uploaded to the media server just before) into four channels of two servers (one in
@@ -19,7 +20,11 @@
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import t from 'tap';
+import type * as Tap from 'tap';
 import { SqliteEventStore } from '../../src/eventstore/sqlite.ts';
+import { openPostgresEventStore } from '../../src/eventstore/postgres.ts';
+import type { EventStore } from '../../src/eventstore/port.ts';
+import { testDatabase } from '../helpers/postgres.ts';
 import { partitionOf } from '../../src/partition.ts';
 import { Permission as P } from '../../src/permissions/bits.ts';
 import { controlKeys, genKeys, generationPrefix } from '../../src/readmodel/keys.ts';
@@ -35,7 +40,32 @@ import { connectReady, type WsClient } from '../helpers/ws.ts';
 const PARTITIONS = 2;
 const USERS = 6;
 /** Messages each user sends; the kills happen once a third of all of them are acknowledged. */
-const PER_USER = 24;
+const PER_USER_SQLITE = 24;
+
+/** One engine the topology runs over. */
+interface Engine {
+  name: string;
+  perUser: number;
+  /** Extra environment for every process (EVENTSTORE_URL). */
+  env(t: Tap.Test, dir: string): Promise<Record<string, string>>;
+  /** The store, opened by the test itself for its checks. */
+  open(dir: string, env: Record<string, string>): Promise<EventStore>;
+}
+
+const ENGINES: Engine[] = [
+  {
+    name: 'SQLite',
+    perUser: PER_USER_SQLITE,
+    env: async () => ({}),
+    open: async (dir) => new SqliteEventStore(`${dir}/events.sqlite`),
+  },
+  {
+    name: 'PostgreSQL',
+    perUser: 12,
+    env: async (t) => ({ EVENTSTORE_URL: await testDatabase(t, 'topology') }),
+    open: (_dir, env) => openPostgresEventStore(env.EVENTSTORE_URL!),
+  },
+];
 
 /** An acknowledged message. */
 interface Sent {
@@ -46,8 +76,11 @@ interface Sent {
   attachment: string | undefined;
 }
 
-t.test('two API, one media, two projector and two worker processes; a projector and a worker SIGKILLed under traffic', async (t) => {
+for (const engine of ENGINES) {
+t.test(`${engine.name}: two API, one media, two projector and two worker processes; a projector and a worker SIGKILLed under traffic`, async (t) => {
+  const PER_USER = engine.perUser;
   const dir = tempDir(t, 'stoat-topology');
+  const engineEnv = await engine.env(t, dir);
   const prefix = uniquePrefix();
   t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
   const redis = new Redis(TEST_REDIS_URL);
@@ -66,6 +99,7 @@ t.test('two API, one media, two projector and two worker processes; a projector 
     PROJECTION_WAIT_MS: '20000',
     RATE_LIMITS: 'off',
     LOG_LEVEL: 'info',
+    ...engineEnv,
   };
 
   // Projectors first, one preferred partition each; wait until each holds its own and both caught up.
@@ -228,7 +262,7 @@ t.test('two API, one media, two projector and two worker processes; a projector 
   }
 
   // Every acknowledged upload: used once, served by the media server (original and preview).
-  const store = new SqliteEventStore(`${dir}/events.sqlite`);
+  const store = await engine.open(dir, engineEnv);
   t.teardown(() => store.close());
   let served = 0;
   for (const id of uploaded) {
@@ -276,3 +310,4 @@ t.test('two API, one media, two projector and two worker processes; a projector 
   const pick = (o: Record<string, unknown>) => Object.fromEntries(differing.map((k) => [k, o[k]]));
   t.same(pick(live), pick(rebuilt), 'same values: no event applied twice or skipped across the takeover');
 });
+}

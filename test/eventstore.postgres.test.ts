@@ -1,0 +1,188 @@
+// PostgresEventStore: the event store contract, global order under concurrent writers (from several
+// processes' worth of pools) while a catch-up reader runs, migrations, NOTIFY wake-ups, durability settings.
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import t from 'tap';
+import { MIGRATIONS, openPostgresEventStore, type PostgresEventStore } from '../src/eventstore/postgres.ts';
+import { WrongExpectedRevisionError, type NewEvent, type RecordedEvent } from '../src/eventstore/port.ts';
+import { InvalidAppendError } from '../src/eventstore/validate.ts';
+import { eventStoreContract } from './eventstore.contract.ts';
+import { testDatabase } from './helpers/postgres.ts';
+import { until } from './helpers/wait.ts';
+
+const meta = { actor: null, requestId: 'r', at: new Date(0).toISOString(), scope: 's' };
+const ev = (n: number, type = 'Tested'): NewEvent => ({ id: randomUUID(), type, data: { n }, metadata: meta });
+
+t.test('contract', async (t) => {
+  const url = await testDatabase(t, 'contract');
+  let n = 0;
+  await eventStoreContract(t, 'postgres', async () => {
+    // A fresh schema per subtest, so the empty-store checks run too.
+    const store = await openPostgresEventStore(`${url}?schema=c${n++}`, { pollIntervalMs: 20 });
+    return { store, cleanup: async () => store.close() };
+  });
+});
+
+t.test('global order: 50 concurrent writers on 5 pools while a catch-up reader runs: no gaps, no duplicates', async (t) => {
+  const url = await testDatabase(t, 'order');
+  // Five stores stand for five processes: their transactions really are concurrent on the server.
+  const stores = await Promise.all(Array.from({ length: 5 }, () => openPostgresEventStore(url, { pollIntervalMs: 10 })));
+  const reader = await openPostgresEventStore(url, { pollIntervalMs: 5 });
+  t.teardown(async () => {
+    for (const s of [...stores, reader]) await s.close();
+  });
+  const seen: RecordedEvent[] = [];
+  // A reader that keeps re-reading "after the last position I saw" as fast as it can, during the writes.
+  let stop = false;
+  const polling = (async () => {
+    let after: bigint | undefined;
+    while (!stop) {
+      const page = await reader.readPage(after, 200);
+      seen.push(...page);
+      if (page.length) after = page[page.length - 1]!.position;
+    }
+  })();
+  const sub: RecordedEvent[] = [];
+  const subscription = reader.subscribe({ onEvents: (e) => void sub.push(...e), batchSize: 37 });
+  const perWriter = 40;
+  await Promise.all(
+    Array.from({ length: 50 }, async (_, w) => {
+      const store = stores[w % stores.length]!;
+      for (let i = 0; i < perWriter; i++) {
+        if (i % 3 === 0) {
+          await store.appendMany([
+            { stream: `w${w}-a`, events: [ev(i)], expected: 'any' },
+            { stream: `w${w}-b`, events: [ev(i), ev(i)], expected: 'any' },
+          ]);
+        } else await store.append(`w${w}-a`, [ev(i)], 'any');
+        // Failed appends (conflicts) in between must not leave holes either.
+        await store.append(`w${w}-a`, [ev(i)], 'no_stream').catch((e: unknown) => {
+          if (!(e instanceof WrongExpectedRevisionError)) throw e;
+        });
+      }
+    }),
+  );
+  const final: RecordedEvent[] = [];
+  for await (const e of reader.readAll()) final.push(e);
+  await until('subscription caught up', () => sub.length >= final.length, 20_000, 10);
+  stop = true;
+  await polling;
+  const tail = await reader.readPage(seen.length ? seen[seen.length - 1]!.position : undefined, 100_000);
+  seen.push(...tail);
+  await subscription.close();
+
+  const expected = 50 * (perWriter + Math.ceil(perWriter / 3) * 2);
+  t.equal(final.length, expected, 'every acknowledged event is in the log');
+  t.ok(final.every((e, i) => e.position === BigInt(i + 1)), 'final positions are 1..n without holes');
+  const ids = (l: RecordedEvent[]) => l.map((e) => e.id);
+  t.equal(new Set(ids(seen)).size, seen.length, 'the catch-up reader saw no duplicates');
+  t.strictSame(ids(seen), ids(final), 'the catch-up reader saw every event, in the final order (no gaps)');
+  t.strictSame(ids(sub), ids(final), 'the subscription delivered every event once, in the final order');
+});
+
+t.test('a subscription wakes on NOTIFY from another process long before its poll', async (t) => {
+  const url = await testDatabase(t, 'notify');
+  const a = await openPostgresEventStore(url, { pollIntervalMs: 60_000 });
+  const b = await openPostgresEventStore(url, { pollIntervalMs: 60_000 });
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  const got: RecordedEvent[] = [];
+  let caughtUp = false;
+  const sub = a.subscribe({ onEvents: (e) => void got.push(...e), onCaughtUp: () => (caughtUp = true) });
+  t.teardown(() => sub.close());
+  await until('caught up', () => caughtUp, 10_000, 5);
+  // With a one-minute poll, only the notification can deliver this within the wait.
+  await b.append('n-1', [ev(1)], 'no_stream');
+  await until('notified', () => got.length === 1, 20_000, 5);
+  t.equal(got[0]?.stream, 'n-1');
+});
+
+t.test('polling is the safety net when the LISTEN connection is killed', async (t) => {
+  const url = await testDatabase(t, 'poll');
+  const a = await openPostgresEventStore(url, { pollIntervalMs: 50 });
+  const b = await openPostgresEventStore(url);
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  const got: RecordedEvent[] = [];
+  const sub = a.subscribe({ onEvents: (e) => void got.push(...e) });
+  t.teardown(() => sub.close());
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  t.teardown(() => admin.end());
+  // Kill every LISTEN session of this database (the store's listener).
+  await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`);
+  await b.append('p-1', [ev(1)], 'no_stream');
+  await until('polled', () => got.length === 1, 20_000, 5);
+  t.equal(got[0]?.stream, 'p-1', 'delivered without a notification');
+});
+
+t.test('schema: versioned migrations, identity', async (t) => {
+  const url = await testDatabase(t, 'schema');
+  // Two processes opening a new database at once: the migration runs once.
+  const [a, b] = await Promise.all([openPostgresEventStore(url), openPostgresEventStore(url)]);
+  t.equal(await a.identity(), await b.identity(), 'one identity per store');
+  t.match(await a.identity(), /^postgres:[0-9a-f-]{36}$/);
+  await a.close();
+  await b.close();
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  t.teardown(() => admin.end());
+  const v = await admin.query<{ version: number }>('SELECT version FROM stoat_migrations ORDER BY version');
+  t.strictSame(v.rows.map((r) => r.version), MIGRATIONS.map((_, i) => i + 1), 'each migration applied once');
+  // A database from a newer build is refused with a clear error, not written to.
+  await admin.query('INSERT INTO stoat_migrations (version) VALUES ($1)', [MIGRATIONS.length + 1]);
+  await t.rejects(openPostgresEventStore(url), /schema version/, 'a newer schema is refused');
+  await admin.query('DELETE FROM stoat_migrations WHERE version = $1', [MIGRATIONS.length + 1]);
+  const c = await openPostgresEventStore(url);
+  t.teardown(() => c.close());
+  t.equal(await c.identity(), (await admin.query(`SELECT value FROM store_info WHERE key = 'identity'`)).rows[0].value, 'identity kept');
+});
+
+t.test('a failed commit rejects the whole group and writes nothing; positions stay contiguous', async (t) => {
+  const url = await testDatabase(t, 'fail');
+  let fail = true;
+  const store = await openPostgresEventStore(url, {
+    beforeCommit: () => {
+      if (fail) throw new Error('injected failure');
+    },
+  });
+  t.teardown(() => store.close());
+  const r = await Promise.allSettled([store.append('a', [ev(1)], 'no_stream'), store.append('b', [ev(2)], 'no_stream')]);
+  t.same(r.map((x) => x.status), ['rejected', 'rejected']);
+  t.equal(await store.headPosition(), undefined, 'nothing written');
+  fail = false;
+  const ok = await store.append('a', [ev(1)], 'no_stream');
+  t.equal(ok.position, 1n, 'the next append takes position 1: no hole');
+});
+
+t.test('group commit: 200 concurrent appends share few transactions; a conflict fails only its append', async (t) => {
+  const url = await testDatabase(t, 'group');
+  const store: PostgresEventStore = await openPostgresEventStore(url);
+  t.teardown(() => store.close());
+  const results = await Promise.allSettled(Array.from({ length: 200 }, (_, i) => store.append(i % 2 ? `g-${i}` : 'one', [ev(i)], 'no_stream')));
+  t.equal(results.filter((r) => r.status === 'fulfilled').length, 101, '100 distinct streams and one winner on "one"');
+  t.ok(store.stats().commits <= 10, `200 appends took ${store.stats().commits} transactions`);
+});
+
+t.test('local validation refuses what KurrentDB would refuse', async (t) => {
+  const url = await testDatabase(t, 'valid');
+  const store = await openPostgresEventStore(url);
+  t.teardown(() => store.close());
+  await t.rejects(store.append('v-1', [ev(1, 'Bad Type')], 'any'), InvalidAppendError);
+  await t.rejects(store.appendMany([]), InvalidAppendError);
+  await t.rejects(store.appendMany([{ stream: 'v-1', events: [], expected: 'any' }]), InvalidAppendError);
+  await t.rejects(
+    store.appendMany([
+      { stream: 'Case-1', events: [ev(1)], expected: 'any' },
+      { stream: 'case-1', events: [ev(1)], expected: 'any' },
+    ]),
+    InvalidAppendError,
+  );
+  t.equal(await store.headPosition(), undefined, 'nothing written');
+  await store.append('v-1', [ev(1, 'Ok.Type:v1$-_')], 'any');
+  t.equal(await store.streamRevision('v-1'), 0, 'the allowed alphabet is accepted');
+});
