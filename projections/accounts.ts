@@ -28,6 +28,7 @@ export const accountsProjection: Projection = {
     'PasswordChanged',
     'UserOnboarded',
     'UserEdited',
+    'UsernameChanged',
   ],
   async apply(e, tx) {
     if (!e.stream.startsWith('account-')) return;
@@ -56,6 +57,7 @@ export const accountsProjection: Projection = {
         break;
       }
       case 'UserOnboarded':
+      case 'UsernameChanged':
       case 'UserEdited':
         if (e.type === 'UserOnboarded') {
           for (const [sessionId, sess] of Object.entries(after.sessions)) tx.setJson(rm.session(sess.tokenHash), sessionRecord(userId, sessionId, sess.name, after));
