@@ -6,6 +6,7 @@ import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { Logger } from '../log.ts';
 import type { RateLimiter } from '../ratelimit/limiter.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
+import type { SearchReader } from '../search/reader.ts';
 
 /** Dependencies of the API and media apps. */
 export interface AppDeps {
@@ -18,4 +19,6 @@ export interface AppDeps {
   idempotency: IdempotencyStore;
   /** Clock in milliseconds (injectable for tests). */
   now: () => number;
+  /** The message search index (API role; `DATA_DIR/search.sqlite`, kept by the projector role's indexer). */
+  search?: SearchReader;
 }

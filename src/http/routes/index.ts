@@ -7,7 +7,8 @@ import invites from './invites/index.ts';
 import messages from './messages/index.ts';
 import onboard from './onboard/index.ts';
 import root from './root/index.ts';
+import search from './search/index.ts';
 import servers from './servers/index.ts';
 import users from './users/index.ts';
 
-export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis];
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...search];
