@@ -15,6 +15,7 @@ function clock(start: number) {
 }
 
 const BUCKETS = Object.keys(BUCKET_LIMITS) as Bucket[];
+const SMALL_BUCKETS = BUCKETS.filter((b) => BUCKET_LIMITS[b] <= 20);
 
 t.test('bucket names and limits are the spec table', async (t) => {
   t.same(BUCKET_LIMITS, { servers: 5, channels: 15, messaging: 10, 'catch-all': 20, default_avatar: 255 });
@@ -201,7 +202,8 @@ t.test('dropping old counters never forgets a running window', async (t) => {
   for (let i = 0; i < 50_000; i++) {
     c.now += rand(10) === 0 ? rand(25_000) : rand(400);
     const caller = `c${rand(4)}`;
-    const bucket = BUCKETS[rand(BUCKETS.length)] as Bucket;
+    // The spec's four buckets (default_avatar's 255 is the same code and would rarely refuse in this sequence).
+    const bucket = SMALL_BUCKETS[rand(SMALL_BUCKETS.length)] as Bucket;
     const resource = `r${rand(3)}`;
     const key = `${caller}|${bucket}|${resource}`;
     const limit = BUCKET_LIMITS[bucket];
@@ -254,6 +256,9 @@ t.test('classification table (DESIGN §4 "rate limits")', async (t) => {
     ['PUT', '/custom/emoji/:emoji_id', { emoji_id: 'E1' }, 'parent', { bucket: 'catch-all', resource: 'PUT /custom/emoji/:emoji_id' }],
     ['DELETE', '/custom/emoji/:emoji_id', { emoji_id: 'E1' }, { parent: server }, { bucket: 'catch-all', resource: 'DELETE /custom/emoji/:emoji_id' }],
     ['GET', '/custom/emoji/:emoji_id', { emoji_id: 'E1' }, undefined, { bucket: 'catch-all', resource: 'GET /custom/emoji/:emoji_id' }],
+    ['GET', '/users/:user_id/default_avatar', { user_id: 'U1' }, undefined, { bucket: 'default_avatar', resource: 'GET /users/:user_id/default_avatar' }],
+    ['GET', '/users/:user_id/profile', { user_id: 'U1' }, undefined, { bucket: 'catch-all', resource: 'GET /users/:user_id/profile' }],
+    ['POST', '/channels/:channel_id/search', { channel_id: 'C1' }, {}, { bucket: 'channels', resource: 'C1' }],
     // messaging: message send only.
     ['POST', '/channels/:channel_id/messages', { channel_id: 'C1' }, { content: 'hi' }, { bucket: 'messaging', resource: 'C1' }],
     ['post', '/channels/:channel_id/messages', { channel_id: 'C2' }, {}, { bucket: 'messaging', resource: 'C2' }],
