@@ -7,5 +7,6 @@ import limits from './limits.ts';
 import memory from './memory.ts';
 import rebuild from './rebuild.ts';
 import send from './send.ts';
+import search from './search.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, search];

@@ -4,8 +4,10 @@
  * route (API role, same machine).
  *
  * Tables:
- * - `doc(rowid, message_id, channel, pinned)`: one row per live message; rowid = the global position of its
- *   `MessageSent`, so a rebuild from zero gives every row the same rowid, and rowid order is log order.
+ * - `doc(rowid, message_id, channel, pinned)`: one row per live message. The rowid is the message id's time
+ *   (ULID milliseconds) × 2^15 plus the order of arrival within that millisecond, so rowid order is id order
+ *   (but for messages of one millisecond sent by different processes) and `before` / `after` cursors become
+ *   rowid ranges FTS5 seeks to; ids are given in log order, so a rebuild gives every message the same rowid.
  *   Partial index on pinned rows per channel: the pinned list never walks the channel.
  * - `fts(channel, body)`: contentless FTS5 (`contentless_delete=1`, so edits and deletions remove the old
  *   text by rowid) with `unicode61 remove_diacritics 2`; `channel` holds the channel id as a token, so a
@@ -24,7 +26,8 @@ import Database from 'better-sqlite3';
 import type { RecordedEvent } from '../eventstore/port.ts';
 import type { StoredEvent } from '../domain/events.ts';
 import { MESSAGE_STREAM } from '../domain/message/events.ts';
-import { matchExpression, segment } from './text.ts';
+import { isUlid, ulidTime } from '../ids.ts';
+import { matchOf, parseQuery, segment } from './text.ts';
 
 /** Stored checkpoint does not match the writer's: another indexer moved it. */
 export class SearchCheckpointMoved extends Error {
@@ -36,6 +39,12 @@ export class SearchCheckpointMoved extends Error {
 
 /** Event types the index consumes. */
 export const SEARCH_EVENT_TYPES = new Set(['MessageSent', 'MessageEdited', 'MessagePinned', 'MessageUnpinned', 'MessageDeleted', 'ChannelDeleted', 'ServerDeleted']);
+
+/** How many of the newest matches of each word a Relevance search ranks. */
+export const RELEVANCE_WINDOW = 1_000;
+
+/** Rowids per millisecond of message id time. */
+const PER_MS = 2n ** 15n;
 
 /** One page of a search or of the pinned list. */
 export interface SearchPage {
@@ -85,6 +94,7 @@ export class SearchIndex {
       deleteText: db.prepare<[bigint]>('DELETE FROM fts WHERE rowid = ?'),
       gone: db.prepare<[string]>('INSERT OR IGNORE INTO gone_channel (channel) VALUES (?)'),
       isGone: db.prepare<[string], { one: bigint }>('SELECT 1 AS one FROM gone_channel WHERE channel = ?'),
+      lastInMs: db.prepare<[bigint, bigint], { top: bigint | null }>('SELECT max(rowid) AS top FROM doc WHERE rowid >= ? AND rowid < ?'),
       channelRows: db.prepare<[string], { rowid: bigint }>('SELECT rowid FROM doc WHERE channel = ?'),
       deleteChannelDocs: db.prepare<[string]>('DELETE FROM doc WHERE channel = ?'),
     };
@@ -125,8 +135,9 @@ export class SearchIndex {
     if (e.type === 'MessageSent') {
       const m = e.data.message;
       if (q.isGone.get(m.channel)) return;
-      q.insertDoc.run(e.position, messageId, m.channel, 0);
-      q.insertText.run(e.position, m.channel, segment(m.content ?? ''));
+      const rowid = this.newRowid(messageId);
+      q.insertDoc.run(rowid, messageId, m.channel, 0);
+      q.insertText.run(rowid, m.channel, segment(m.content ?? ''));
       return;
     }
     const doc = q.docById.get(messageId);
@@ -152,25 +163,78 @@ export class SearchIndex {
     }
   }
 
+  /** The next free rowid of the message id's millisecond (ids arrive in log order: deterministic). */
+  private newRowid(messageId: string): bigint {
+    // Ids are server-made ULIDs; anything else (never seen) shares millisecond 0 rather than stop the index.
+    const base = upperUlid(messageId) ? BigInt(ulidTime(messageId)) * PER_MS : 0n;
+    const top = this.q.lastInMs.get(base, base + PER_MS)?.top ?? null;
+    if (top === null) return base;
+    if (top + 1n < base + PER_MS) return top + 1n;
+    throw new Error(`more than ${PER_MS} messages in one millisecond (${messageId})`);
+  }
+
+  /** Rowid bounds and exact id filters of a page's cursors (SQL and its arguments). */
+  private cursors(page: SearchPage): { sql: string; args: unknown[] } {
+    let sql = '';
+    const args: unknown[] = [];
+    // The rowid range narrows to the cursor's millisecond; the id comparison settles that millisecond. A
+    // cursor that is not an upper-case ULID has no time consistent with string order: the id filter alone.
+    if (page.before !== undefined) {
+      sql += ' AND doc.message_id < ?';
+      args.push(page.before);
+      if (upperUlid(page.before)) {
+        sql += ' AND fts.rowid < ?';
+        args.push((BigInt(ulidTime(page.before)) + 1n) * PER_MS);
+      }
+    }
+    if (page.after !== undefined) {
+      sql += ' AND doc.message_id > ?';
+      args.push(page.after);
+      if (upperUlid(page.after)) {
+        sql += ' AND fts.rowid >= ?';
+        args.push(BigInt(ulidTime(page.after)) * PER_MS);
+      }
+    }
+    return { sql, args };
+  }
+
   private dropChannel(channelId: string): void {
     this.q.gone.run(channelId);
     for (const { rowid } of this.q.channelRows.all(channelId)) this.q.deleteText.run(rowid);
     this.q.deleteChannelDocs.run(channelId);
   }
 
-  /** Ids of the channel's messages matching a Stoat search query, in the page's order (at most `limit`). */
+  /**
+   * Ids of the channel's messages matching a Stoat search query, in the page's order (at most `limit`).
+   * Latest / Oldest walk the matches in rowid (= id) order and stop at `limit`. Relevance takes, for each
+   * word of the query, its newest `RELEVANCE_WINDOW` matches that meet the rest of the query, and ranks them
+   * by how many of the words each has, newest first among equals — so a rare word's message is found however
+   * old it is, and a word in a million messages costs a bounded walk, never a ranking of a million.
+   */
   search(channelId: string, query: string, page: SearchPage): string[] {
-    const match = matchExpression(query, channelId);
-    if (match === null) return [];
-    const order = page.sort === 'Relevance' ? 'bm25(fts, 0.0, 1.0), fts.rowid DESC' : page.sort === 'Oldest' ? 'fts.rowid ASC' : 'fts.rowid DESC';
-    const sql = `SELECT doc.message_id AS id FROM fts JOIN doc ON doc.rowid = fts.rowid
-      WHERE fts MATCH ? ${page.before !== undefined ? 'AND doc.message_id < ?' : ''} ${page.after !== undefined ? 'AND doc.message_id > ?' : ''}
-      ORDER BY ${order} LIMIT ?`;
-    const args: unknown[] = [match];
-    if (page.before !== undefined) args.push(page.before);
-    if (page.after !== undefined) args.push(page.after);
-    args.push(page.limit);
-    return (this.db.prepare(sql).all(...args) as Array<{ id: string }>).map((r) => r.id);
+    const parsed = parseQuery(query);
+    const c = this.cursors(page);
+    const run = (match: string, order: 'ASC' | 'DESC', limit: number) =>
+      this.db
+        .prepare(`SELECT doc.rowid AS r, doc.message_id AS id FROM fts JOIN doc ON doc.rowid = fts.rowid WHERE fts MATCH ?${c.sql} ORDER BY fts.rowid ${order} LIMIT ?`)
+        .all(match, ...c.args, limit) as Array<{ r: bigint; id: string }>;
+    const all = matchOf(parsed, channelId);
+    if (all === null) return [];
+    if (page.sort !== 'Relevance' || parsed.any.length <= 1) {
+      return run(all, page.sort === 'Oldest' ? 'ASC' : 'DESC', page.limit).map((row) => row.id);
+    }
+    const hits = new Map<bigint, { id: string; words: number }>();
+    for (const word of parsed.any) {
+      for (const row of run(matchOf(parsed, channelId, word)!, 'DESC', RELEVANCE_WINDOW)) {
+        const h = hits.get(row.r);
+        if (h) h.words++;
+        else hits.set(row.r, { id: row.id, words: 1 });
+      }
+    }
+    return [...hits.entries()]
+      .sort(([ra, a], [rb, b]) => b.words - a.words || (rb > ra ? 1 : rb < ra ? -1 : 0))
+      .slice(0, page.limit)
+      .map(([, h]) => h.id);
   }
 
   /** Ids of the channel's pinned messages, newest first (Latest, Relevance) or oldest first. */
@@ -225,4 +289,9 @@ export class SearchIndex {
   close(): void {
     this.db.close();
   }
+}
+
+/** An upper-case ULID (the form whose time agrees with string order). */
+function upperUlid(id: string): boolean {
+  return isUlid(id) && id === id.toUpperCase();
 }

@@ -37,26 +37,46 @@ function hasToken(text: string): boolean {
   return /[\p{L}\p{N}]/u.test(text);
 }
 
-/**
- * The FTS5 MATCH expression of a Stoat search query in one channel, or null when the query has nothing to
- * find (only punctuation, or only exclusions, which MongoDB answers with nothing either).
- */
-export function matchExpression(query: string, channelId: string): string | null {
-  const any: string[] = [];
-  const all: string[] = [];
-  const none: string[] = [];
+/** A Stoat search query as FTS5 phrases. */
+export interface ParsedQuery {
+  /** Words: a message needs at least one of them (Relevance ranks by how many it has). */
+  any: string[];
+  /** Quoted phrases: a message needs every one. */
+  all: string[];
+  /** Excluded words and phrases. */
+  none: string[];
+}
+
+/** Parses a Stoat (MongoDB `$text`) query; parts without a letter or digit are dropped. */
+export function parseQuery(query: string): ParsedQuery {
+  const q: ParsedQuery = { any: [], all: [], none: [] };
   for (const m of query.matchAll(/(-?)"([^"]*)"|(-?)(\S+)/g)) {
     const negated = (m[1] ?? m[3]) === '-';
     const quoted = m[2] !== undefined;
     const text = quoted ? m[2]! : m[4]!;
     if (!hasToken(text)) continue;
-    if (negated) none.push(phrase(text));
-    else if (quoted) all.push(phrase(text));
-    else any.push(phrase(text));
+    const list = negated ? q.none : quoted ? q.all : q.any;
+    const p = phrase(text);
+    if (!list.includes(p)) list.push(p);
   }
-  const positive = [...(any.length ? [`(${any.join(' OR ')})`] : []), ...all];
+  return q;
+}
+
+/**
+ * The FTS5 MATCH expression of a parsed query in one channel — with `only`, one of its words stands for
+ * all of them (the messages that have that word and meet the rest) — or null when there is nothing to find
+ * (no word and no phrase: only exclusions, which MongoDB answers with nothing either).
+ */
+export function matchOf(q: ParsedQuery, channelId: string, only?: string): string | null {
+  const words = only !== undefined ? [only] : q.any;
+  const positive = [...(words.length ? [`(${words.join(' OR ')})`] : []), ...q.all];
   if (positive.length === 0) return null;
   let expr = positive.join(' AND ');
-  for (const n of none) expr = `(${expr}) NOT ${n}`;
+  for (const n of q.none) expr = `(${expr}) NOT ${n}`;
   return `channel : ${phrase(channelId)} AND body : (${expr})`;
+}
+
+/** The FTS5 MATCH expression of a Stoat search query in one channel (see `matchOf`). */
+export function matchExpression(query: string, channelId: string): string | null {
+  return matchOf(parseQuery(query), channelId);
 }
