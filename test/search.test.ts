@@ -14,6 +14,7 @@ import { matchExpression } from '../src/search/text.ts';
 import { upcast } from '../src/domain/events.ts';
 import { createLogger } from '../src/log.ts';
 import { newId } from '../src/ids.ts';
+import { ulid } from 'ulid';
 import type { RecordedEvent } from '../src/eventstore/port.ts';
 
 /** A log event for the index's unit tests. */
@@ -83,6 +84,33 @@ t.test('the index (no HTTP)', async (t) => {
     ix.applyBatch([ev(206n, 'ChannelDeleted', `server-x`, { channelId: C }), sent(207n, newId(), C, 'cafe late arrival')], 205n, upcast);
     t.same(find('cafe'), [], 'a deleted channel has nothing, even a message appended after the deletion');
     t.same(ix.dump().docs.filter((d) => (d as { channel: string }).channel === C), []);
+  });
+
+  t.test('Relevance finds a rare word however old; cursors are exact within one millisecond', async (t) => {
+    const R = newId();
+    const t0 = 1_700_000_000_000;
+    const old = ulid(t0);
+    const batch = [sent(300n, old, R, 'invoice 4711 common')];
+    const recent: string[] = [];
+    for (let i = 0; i < 1500; i++) {
+      const id = ulid(t0 + 1000 + i);
+      recent.push(id);
+      batch.push(sent(301n + BigInt(i), id, R, `common filler ${i}`));
+    }
+    ix.applyBatch(batch, ix.checkpoint(), upcast);
+    const rel = ix.search(R, 'common 4711', { sort: 'Relevance', limit: 5 });
+    t.equal(rel[0], old, 'the message with both words first, though 1,500 newer ones have one of them');
+    t.same(rel.slice(1), recent.slice(-4).reverse(), 'then the newest with one word');
+    t.same(ix.search(R, 'common', { sort: 'Relevance', limit: 3 }), recent.slice(-3).reverse(), 'one word: newest first');
+    // Three messages in one millisecond, arriving out of id order (as from two processes).
+    const ms = t0 + 5000;
+    const [a, b, c] = [ulid(ms), ulid(ms), ulid(ms)].sort();
+    ix.applyBatch([sent(2000n, c!, R, 'samems'), sent(2001n, a!, R, 'samems'), sent(2002n, b!, R, 'samems')], ix.checkpoint(), upcast);
+    t.same(ix.search(R, 'samems', { sort: 'Oldest', limit: 10, before: c }).sort(), [a, b], 'before: exactly the smaller ids of the same millisecond');
+    t.same(ix.search(R, 'samems', { sort: 'Oldest', limit: 10, after: a }).sort(), [b, c], 'after: exactly the greater ids');
+    t.same(ix.search(R, 'common', { sort: 'Latest', limit: 2, before: recent[100] }), [recent[99], recent[98]], 'before deep in the channel');
+    t.same(ix.search(R, 'common', { sort: 'Oldest', limit: 2, after: recent[100] }), [recent[101], recent[102]], 'after');
+    t.same(ix.search(R, 'common', { sort: 'Latest', limit: 2, before: recent[100]!.toLowerCase() }).length, 2, 'a lower-case cursor compares as a string (no time bound)');
   });
 
   t.test('no scan of the channel: the plans use the FTS index and the pinned index', async (t) => {

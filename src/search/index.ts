@@ -43,6 +43,9 @@ export const SEARCH_EVENT_TYPES = new Set(['MessageSent', 'MessageEdited', 'Mess
 /** How many of the newest matches of each word a Relevance search ranks. */
 export const RELEVANCE_WINDOW = 1_000;
 
+/** Most by-rowid checks of a Relevance search for words of messages older than a word's full window. */
+export const RELEVANCE_RECOUNTS = 2_000;
+
 /** Rowids per millisecond of message id time. */
 const PER_MS = 2n ** 15n;
 
@@ -224,11 +227,27 @@ export class SearchIndex {
       return run(all, page.sort === 'Oldest' ? 'ASC' : 'DESC', page.limit).map((row) => row.id);
     }
     const hits = new Map<bigint, { id: string; words: number }>();
+    /** Per word: the oldest rowid of its window when the window was full (older messages were not looked at). */
+    const cutoffs: Array<{ word: string; oldest: bigint; seen: Set<bigint> }> = [];
     for (const word of parsed.any) {
-      for (const row of run(matchOf(parsed, channelId, word)!, 'DESC', RELEVANCE_WINDOW)) {
+      const rows = run(matchOf(parsed, channelId, word)!, 'DESC', RELEVANCE_WINDOW);
+      for (const row of rows) {
         const h = hits.get(row.r);
         if (h) h.words++;
         else hits.set(row.r, { id: row.id, words: 1 });
+      }
+      if (rows.length === RELEVANCE_WINDOW) cutoffs.push({ word, oldest: rows[rows.length - 1]!.r, seen: new Set(rows.map((row) => row.r)) });
+    }
+    // A message older than a full window may still have that word (an old message with a rare word and a
+    // common one): look it up by rowid, at most RELEVANCE_RECOUNTS times.
+    let recounts = 0;
+    for (const { word, oldest, seen } of cutoffs) {
+      const has = this.db.prepare('SELECT 1 FROM fts WHERE fts MATCH ? AND rowid = ?');
+      const match = matchOf(parsed, channelId, word)!;
+      for (const [r, h] of hits) {
+        if (r >= oldest || seen.has(r)) continue;
+        if (recounts++ >= RELEVANCE_RECOUNTS) break;
+        if (has.get(match, r)) h.words++;
       }
     }
     return [...hits.entries()]
