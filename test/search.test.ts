@@ -145,6 +145,18 @@ t.test('one indexer per file (lease); a rebuild from zero equals the live index'
   t.teardown(() => rebuilt.close());
   t.same(rebuilt.dump(), live.dump(), 'rebuilt = live (rows, every token of every message, checkpoint)');
   t.ok(live.dump().terms.length > 8);
+
+  // `npm run rebuild:search` while the service runs: it empties the index; the service's indexer replays the log.
+  const { execFile } = await import('node:child_process');
+  const out = await new Promise<string>((resolve, reject) =>
+    execFile(process.execPath, ['--import', 'tsx', 'src/cli/rebuildSearch.ts'], { env: { ...process.env, DATA_DIR: dir, REDIS_URL: s.config.redisUrl, REDIS_PREFIX: s.prefix } }, (err, stdout) =>
+      err ? reject(err) : resolve(stdout),
+    ),
+  );
+  t.match(out, /emptied .*search\.sqlite; the running search indexer replays the log from zero/);
+  const found = await owner.api.post(`/channels/${srv.general}/search`, { query: 'δελτα' });
+  t.same([found.status, found.body.length], [200, 1], 'searches wait for the replay and find the message again');
+  t.same(live.dump(), rebuilt.dump(), 'the replayed index equals the rebuild from zero');
 });
 
 t.test('search over HTTP', async (t) => {

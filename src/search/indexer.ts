@@ -6,8 +6,10 @@
  * machine waits and takes over when the lease expires. If the checkpoint moved under it anyway (its lease
  * lapsed during a stall), the batch rolls back and the indexer starts over from the stored checkpoint.
  *
- * A rebuild is the same code from an empty file: `rebuildSearchIndex` (and `npm run rebuild -- search`, which
- * deletes the file's tables first).
+ * A rebuild is the same code from an empty index: `npm run rebuild:search` empties the file's tables and its
+ * checkpoint in one transaction; the running indexer sees its checkpoint gone at its next check and replays
+ * the log from zero (with no indexer running, the command replays it itself). `rebuildSearchIndex` builds a
+ * fresh file from zero (tests compare it with the live one).
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -66,6 +68,12 @@ export class SearchIndexer {
       held = this.index.lease(this.holder, Date.now(), this.o.leaseMs ?? 10_000);
     } catch (err) {
       this.o.log.warn({ err }, 'search index lease check failed');
+      return;
+    }
+    if (held && this.sub && this.index.checkpoint() !== this.checkpoint) {
+      // Emptied by `npm run rebuild:search` (or moved by another writer): start over from the stored checkpoint.
+      this.o.log.warn({ stored: this.index.checkpoint()?.toString(), mine: this.checkpoint?.toString() }, 'search checkpoint moved; following the log from it');
+      void this.unfollow().then(() => this.tick());
       return;
     }
     if (held && !this.sub) this.follow();
