@@ -113,6 +113,32 @@ t.test('the index (no HTTP)', async (t) => {
     t.same(ix.search(R, 'common', { sort: 'Latest', limit: 2, before: recent[100]!.toLowerCase() }).length, 2, 'a lower-case cursor compares as a string (no time bound)');
   });
 
+  t.test('many ids in one millisecond (a monotonic factory in a bulk import) never stop the index', async (t) => {
+    const X = newId();
+    const ms = 1_650_000_000_000;
+    const first = ulid(ms);
+    // Monotonic ids of one millisecond: what `newId(pastTime)` gives after a later id was made.
+    const ids = [first];
+    const next = (id: string) => {
+      const chars = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+      const a = id.split('');
+      for (let i = a.length - 1; i >= 10; i--) {
+        const v = chars.indexOf(a[i]!);
+        if (v < 31) {
+          a[i] = chars[v + 1]!;
+          break;
+        }
+        a[i] = '0';
+      }
+      return a.join('');
+    };
+    for (let i = 1; i < 3000; i++) ids.push(next(ids[i - 1]!));
+    let pos = 10_000n;
+    for (let i = 0; i < ids.length; i += 1000) ix.applyBatch(ids.slice(i, i + 1000).map((id) => sent(pos++, id, X, 'bulk')), ix.checkpoint(), upcast);
+    t.equal(ix.search(X, 'bulk', { sort: 'Latest', limit: 5000 }).length, 3000);
+    t.same(ix.search(X, 'bulk', { sort: 'Oldest', limit: 3, after: ids[1000] }), ids.slice(1001, 1004));
+  });
+
   t.test('no scan of the channel: the plans use the FTS index and the pinned index', async (t) => {
     const plan = (sql: string, ...args: unknown[]) => (ix.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
     const search = plan('SELECT doc.message_id FROM fts JOIN doc ON doc.rowid = fts.rowid WHERE fts MATCH ? ORDER BY fts.rowid DESC LIMIT 50', matchExpression('x', D));

@@ -5,7 +5,7 @@
  *
  * Tables:
  * - `doc(rowid, message_id, channel, pinned)`: one row per live message. The rowid is the message id's time
- *   (ULID milliseconds) × 2^15 plus the order of arrival within that millisecond, so rowid order is id order
+ *   (ULID milliseconds) × 2^20 plus the order of arrival within that millisecond, so rowid order is id order
  *   (but for messages of one millisecond sent by different processes) and `before` / `after` cursors become
  *   rowid ranges FTS5 seeks to; ids are given in log order, so a rebuild gives every message the same rowid.
  *   Partial index on pinned rows per channel: the pinned list never walks the channel.
@@ -46,8 +46,11 @@ export const RELEVANCE_WINDOW = 1_000;
 /** Most by-rowid checks of a Relevance search for words of messages older than a word's full window. */
 export const RELEVANCE_RECOUNTS = 2_000;
 
-/** Rowids per millisecond of message id time. */
-const PER_MS = 2n ** 15n;
+/**
+ * Rowids per millisecond of message id time (2^20: a monotonic id factory can make very many ids in one
+ * millisecond, e.g. a bulk import). 2^63 / 2^20 ms reaches the year 2248.
+ */
+const PER_MS = 2n ** 20n;
 
 /** One page of a search or of the pinned list. */
 export interface SearchPage {
@@ -170,10 +173,15 @@ export class SearchIndex {
   private newRowid(messageId: string): bigint {
     // Ids are server-made ULIDs; anything else (never seen) shares millisecond 0 rather than stop the index.
     const base = upperUlid(messageId) ? BigInt(ulidTime(messageId)) * PER_MS : 0n;
-    const top = this.q.lastInMs.get(base, base + PER_MS)?.top ?? null;
-    if (top === null) return base;
-    if (top + 1n < base + PER_MS) return top + 1n;
-    throw new Error(`more than ${PER_MS} messages in one millisecond (${messageId})`);
+    // Past 2^20 in one millisecond the rows spill into the next ones (the index never stops; cursors inside
+    // such a millisecond may then be inexact).
+    let from = base;
+    for (;;) {
+      const top = this.q.lastInMs.get(from, from + PER_MS)?.top ?? null;
+      if (top === null) return from;
+      if (top + 1n < from + PER_MS) return top + 1n;
+      from += PER_MS;
+    }
   }
 
   /** Rowid bounds and exact id filters of a page's cursors (SQL and its arguments). */
