@@ -9,5 +9,6 @@ import rebuild from './rebuild.ts';
 import send from './send.ts';
 import ack from './ack.ts';
 import postgres from './postgres.ts';
+import search from './search.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search];

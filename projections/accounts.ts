@@ -43,6 +43,7 @@ export const accountsProjection: Projection = {
     'TotpDisabled',
     'RecoveryCodesGenerated',
     'RecoveryCodeUsed',
+    'UsernameChanged',
   ],
   async apply(e, tx) {
     if (!e.stream.startsWith('account-')) return;
@@ -92,6 +93,7 @@ export const accountsProjection: Projection = {
         break;
       }
       case 'UserOnboarded':
+      case 'UsernameChanged':
       case 'UserEdited':
         if (e.type === 'UserOnboarded') {
           for (const [sessionId, sess] of Object.entries(after.sessions)) tx.setJson(rm.session(sess.tokenHash), sessionRecord(userId, sessionId, sess.name, after));

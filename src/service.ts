@@ -27,6 +27,8 @@ import type { UploadQueues } from './media/uploads.ts';
 import { RateLimiter } from './ratelimit/limiter.ts';
 import { controlKeys } from './readmodel/keys.ts';
 import { ReadModels } from './readmodel/reader.ts';
+import { SearchIndexer } from './search/indexer.ts';
+import { SearchReader } from './search/reader.ts';
 import { Projector } from '../projections/projector.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import type { MediaWorkers } from '../workers/media/worker.ts';
@@ -49,6 +51,8 @@ export interface Service {
   readModels: ReadModels;
   deps: AppDeps;
   projector: Projector | undefined;
+  /** The search indexer (role `projector`; it writes only while it holds the index file's lease). */
+  searchIndexer: SearchIndexer | undefined;
   /** The media workers (role `worker`). */
   mediaWorkers: MediaWorkers | undefined;
   /** The upload queues of the media server (role `media`). */
@@ -192,6 +196,15 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     await projector.start();
   }
 
+  // The search index is a local SQLite file: written by the projector role's indexer, read by the API role.
+  const searchFile = path.join(config.dataDir, 'search.sqlite');
+  let searchIndexer: SearchIndexer | undefined;
+  if (config.roles.includes('projector')) {
+    searchIndexer = new SearchIndexer({ store, file: searchFile, log, leaseMs: config.projectorLeaseMs });
+    searchIndexer.start();
+  }
+  if (config.roles.includes('api')) deps.search = new SearchReader({ store, file: searchFile, waitMs: config.projectionWaitMs });
+
   const blobs = new BlobStore(path.join(config.dataDir, 'files'));
 
   let mediaWorkers: MediaWorkers | undefined;
@@ -266,6 +279,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     readModels,
     deps,
     projector,
+    searchIndexer,
     mediaWorkers,
     uploads,
     blobs,
@@ -287,6 +301,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await mailWorker?.close();
         await mail?.close();
         await projector?.stop();
+        await searchIndexer?.stop();
+        deps.search?.close();
         readModels.close();
         subscriber.disconnect();
         await redis.quit().catch(() => redis.disconnect());

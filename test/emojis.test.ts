@@ -1,7 +1,7 @@
 // Custom emoji over HTTP: create (name rules at N and N+1, parent, nsfw), fetch, list, delete, the
 // routes that are not there, client events, and a joining member's ServerCreate carrying the emoji.
 import t from 'tap';
-import { signup, type TestUser } from './helpers/http.ts';
+import { request, signup, type TestUser } from './helpers/http.ts';
 import { uploadImage } from './helpers/messages.ts';
 import { get } from './helpers/media.ts';
 import sharp from 'sharp';
@@ -87,6 +87,22 @@ t.test('custom emoji', async (t) => {
     t.equal((await owner.api.del(`/custom/emoji/${id}`)).status, 404, 'deleted twice');
     t.notOk((await member.api.get(`/servers/${srv.id}/emojis`)).body.some((e: { _id: string }) => e._id === id));
     t.equal((await owner.api.get('/custom/emoji/01HZZZZZZZZZZZZZZZZZZZZZZZ')).status, 404);
+  });
+
+  t.test('fetch is public, as in Stoat: no session and non-members get the emoji; unknown and malformed ids 404', async (t) => {
+    const id = await nextId();
+    const made = await create({ name: 'public_one', parent }, id);
+    const anon = await request(s.apiUrl, 'GET', `/custom/emoji/${id}`);
+    t.same([anon.status, anon.body], [200, made.body], 'without a session');
+    const bad = await request(s.apiUrl, 'GET', `/custom/emoji/${id}`, { token: 'not-a-session' });
+    t.same([bad.status, bad.body], [200, made.body], 'with an invalid session (the route needs none)');
+    t.same((await outsider.api.get(`/custom/emoji/${id}`)).body, made.body, 'a non-member');
+    for (const wrong of ['01HZZZZZZZZZZZZZZZZZZZZZZZ', 'x', 'a'.repeat(300), '%F0%9F%91%8D']) {
+      const r = await request(s.apiUrl, 'GET', `/custom/emoji/${wrong}`);
+      t.same([r.status, r.body.type], [404, 'NotFound'], `${wrong.slice(0, 30)}: 404`);
+    }
+    t.equal((await owner.api.del(`/custom/emoji/${id}`)).status, 204);
+    t.equal((await request(s.apiUrl, 'GET', `/custom/emoji/${id}`)).status, 404, 'gone once deleted');
   });
 
   t.test('reactions with a deleted emoji are refused', async (t) => {

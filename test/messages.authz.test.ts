@@ -270,13 +270,14 @@ t.test('authorization table of messages and emoji', async (t) => {
     t.equal((await owner.api.get(`${M(hidden)}/${m}`)).status, 200, 'the owner sees everything');
   });
 
-  t.test('emoji: fetch and list for members only; the creator deletes without ManageCustomisation', async (t) => {
+  t.test('emoji: fetch is public (Stoat), the list is for members only; the creator deletes without ManageCustomisation', async (t) => {
     const creatorRole = await role('emoji maker', P.ManageCustomisation);
     await owner.api.patch(`${S}/members/${holder.userId}`, { roles: [creatorRole] });
     const id = (await createEmoji(s, holder, srv.id, 'mine'))._id;
     await owner.api.patch(`${S}/members/${holder.userId}`, { roles: [] });
     t.equal((await plain.api.get(`/custom/emoji/${id}`)).status, 200, 'a member fetches it');
-    t.equal((await outsider.api.get(`/custom/emoji/${id}`)).status, 404, 'a non-member does not');
+    const seen = await outsider.api.get(`/custom/emoji/${id}`);
+    t.same([seen.status, seen.body._id, seen.body.parent], [200, id, { type: 'Server', id: srv.id }], 'a non-member fetches it too (clients render emoji of other servers)');
     t.equal((await outsider.api.get(`${S}/emojis`)).status, 404);
     t.equal((await plain.api.del(`/custom/emoji/${id}`)).body.permission, 'ManageCustomisation');
     t.equal((await holder.api.del(`/custom/emoji/${id}`)).status, 204, 'its creator, without the permission');

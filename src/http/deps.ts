@@ -9,6 +9,7 @@ import type { ReadModels } from '../readmodel/reader.ts';
 import type { ServiceSecrets } from '../domain/account/secrets.ts';
 import type { MailQueue } from '../mail/queue.ts';
 import type { KeyStore } from '../personal/keyStore.ts';
+import type { SearchReader } from '../search/reader.ts';
 
 /** Dependencies of the API and media apps. */
 export interface AppDeps {
@@ -27,4 +28,6 @@ export interface AppDeps {
   secrets: ServiceSecrets;
   /** Outgoing mail; undefined when SMTP_URL is not set. */
   mail: MailQueue | undefined;
+  /** The message search index (API role; `DATA_DIR/search.sqlite`, kept by the projector role's indexer). */
+  search?: SearchReader;
 }

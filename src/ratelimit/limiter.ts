@@ -20,6 +20,7 @@
  * | `POST /channels/:id/messages` (message send)         | `messaging` | 10           | that channel id             |
  * | any other `/channels/:id` and anything under it (edit, delete, reads, message edit/delete, pins, reactions, join_call, invites, …) | `channels` | 15 | that channel id |
  * | `/channels/create`, `/servers/<literal>` other than create, everything else | `catch-all` | 20 | `METHOD pattern` |
+ * | `GET /users/:id/default_avatar` (Stoat's bucket)     | `default_avatar` | 255     | `GET /users/:user_id/default_avatar` |
  * | unmatched paths (the caller passes pattern `*`)      | `catch-all` | 20           | `METHOD *`                  |
  * | media server uploads (the caller passes the concrete `/attachments`, `/icons`, …) | `catch-all` | 20 | `POST /attachments` … |
  */
@@ -33,6 +34,8 @@ export const BUCKET_LIMITS = {
   channels: 15,
   messaging: 10,
   'catch-all': 20,
+  /** Stoat's own bucket for default avatars: a page of members loads dozens of them at once. */
+  default_avatar: 255,
 } as const;
 
 /** Name of a rate-limit bucket. */
@@ -193,6 +196,8 @@ export function classify(
       const send = m === 'POST' && segments.length === 4 && segments[3] === 'messages';
       return { bucket: send ? 'messaging' : 'channels', resource: id };
     }
+  } else if (m === 'GET' && path === '/users/:user_id/default_avatar') {
+    return { bucket: 'default_avatar', resource: `${m} ${pattern}` };
   } else if (m === 'PUT' && path.startsWith('/custom/emoji/:') && segments.length === 4) {
     const parent = isRecord(body) ? body['parent'] : undefined;
     if (isRecord(parent) && parent['type'] === 'Server') {

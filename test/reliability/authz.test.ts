@@ -393,6 +393,11 @@ const RECIPES: Record<string, Variant[]> = {
       },
     },
   ],
+  'POST /channels/:channel_id/search': [
+    { bit: 'ViewChannel', what: 'search a hidden channel', ok: 200, needs: ['ReadMessageHistory'], request: async (x, a) => () => a.api.post(`/channels/${x.channel}/search`, { query: 'target' }) },
+    { bit: 'ReadMessageHistory', what: 'search', ok: 200, request: async (x, a) => () => a.api.post(`/channels/${x.channel}/search`, { query: 'target' }) },
+    { bit: 'ReadMessageHistory', what: 'pinned list', ok: 200, request: async (x, a) => () => a.api.post(`/channels/${x.channel}/search`, { pinned: true }) },
+  ],
   // Editing: ViewChannel and SendMessage are checked before authorship, SendEmbeds and UploadFiles after it
   // (src/domain/message/editMessage.ts), so a refused caller edits its own message when it can post.
   'PATCH /channels/:channel_id/messages/:message_id': [

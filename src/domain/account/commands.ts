@@ -90,6 +90,35 @@ export function pickDiscriminator(used: ReadonlySet<string>, random: () => numbe
   throw new AppError({ type: 'UsernameTaken' });
 }
 
+/** The discriminators of a username taken now, from its uniqueness stream (claims minus releases). */
+export function discriminatorsInUse(events: ReadonlyArray<{ type: string; data: unknown }>): Set<string> {
+  const holder = new Map<string, string>();
+  for (const e of events) {
+    const d = e.data as { userId: string; discriminator: string };
+    if (e.type === 'UsernameClaimed') holder.set(d.discriminator, d.userId);
+    else if (e.type === 'UsernameReleased' && holder.get(d.discriminator) === d.userId) holder.delete(d.discriminator);
+  }
+  return new Set(holder.keys());
+}
+
+/**
+ * A username change (Stoat's `update_username`): the same name in another case keeps the discriminator;
+ * another name keeps it when it is free there (and not an excluded one), else a free one is picked at random
+ * (409 UsernameTaken when none is). The same name exactly changes nothing.
+ */
+export function decideUsernameChange(
+  current: { username: string; discriminator: string },
+  username: string,
+  used: ReadonlySet<string>,
+  random: () => number,
+): { discriminator: string; sameName: boolean; unchanged: boolean } {
+  if (current.username.toLowerCase() === username.toLowerCase()) {
+    return { discriminator: current.discriminator, sameName: true, unchanged: current.username === username };
+  }
+  const keep = !used.has(current.discriminator) && !excluded(current.discriminator);
+  return { discriminator: keep ? current.discriminator : pickDiscriminator(used, random), sameName: false, unchanged: false };
+}
+
 /** Onboarding: only once (403 AlreadyOnboarded). */
 export function decideOnboard(state: AccountState, username: string, discriminator: string): DomainEvent[] {
   if (state.user) throw new AppError({ type: 'AlreadyOnboarded' });

@@ -71,6 +71,10 @@ export const accountEvents = {
   UserOnboarded: z.object({ username: z.string(), discriminator: z.string() }),
   /** A discriminator of a username was claimed (uniqueness stream `username-…`). */
   UsernameClaimed: z.object({ userId: z.string(), username: z.string(), discriminator: z.string() }),
+  /** The user changed their username (`PATCH /users/@me/username`); `discriminator` is the one claimed with it. */
+  UsernameChanged: z.object({ username: z.string(), discriminator: z.string() }),
+  /** A user gave up a username's discriminator (uniqueness stream `username-…` of the old name). */
+  UsernameReleased: z.object({ userId: z.string(), discriminator: z.string() }),
   /** The user's profile changed. Only the given fields changed; `remove` clears fields. */
   UserEdited: z.object({
     display_name: z.string().optional(),

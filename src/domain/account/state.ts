@@ -186,6 +186,9 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
     case 'UserOnboarded':
       s.user = { _id: s.userId, username: e.data.username, discriminator: e.data.discriminator };
       return s;
+    case 'UsernameChanged':
+      if (s.user) s.user = { ...s.user, username: e.data.username, discriminator: e.data.discriminator };
+      return s;
     case 'UserEdited': {
       if (!s.user || s.deleted) return s;
       const u: UserProfile = { ...s.user };

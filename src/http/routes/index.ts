@@ -8,6 +8,7 @@ import messages from './messages/index.ts';
 import mfa from './mfa/index.ts';
 import onboard from './onboard/index.ts';
 import root from './root/index.ts';
+import search from './search/index.ts';
 import servers from './servers/index.ts';
 import users from './users/index.ts';
 import sync from './sync/index.ts';
@@ -15,4 +16,4 @@ import relationships from './relationships/index.ts';
 import dms from './dms/index.ts';
 import groups from './groups/index.ts';
 
-export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa, ...relationships, ...dms, ...groups];
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa, ...relationships, ...dms, ...groups, ...search];

@@ -1,12 +1,20 @@
-// GET /custom/emoji/:emoji_id — the Emoji (members of its server only, DESIGN §4 "security").
+// GET /custom/emoji/:emoji_id — the Emoji (public, as in Stoat: clients render custom emoji of servers the viewer is not in).
+import { AppError } from '../../../errors.ts';
+import { isUlid } from '../../../ids.ts';
+import type { EmojiObject } from '../../../domain/models.ts';
+import { rm } from '../../../readmodel/keys.ts';
 import { defineRoute } from '../../route.ts';
-import { emojiAccess } from './load.ts';
 
 export default defineRoute({
   method: 'GET',
   path: '/custom/emoji/:emoji_id',
-  auth: 'user',
+  auth: 'none',
   async handler(rc) {
-    return (await emojiAccess(rc.deps, rc.params.emoji_id!, rc.caller.userId)).emoji;
+    const id = rc.params.emoji_id!;
+    // An emoji's id is its upload's id, a ULID.
+    if (!isUlid(id)) throw new AppError({ type: 'NotFound' });
+    const emoji = await rc.deps.readModels.getJson<EmojiObject>(rm.emoji(id));
+    if (!emoji) throw new AppError({ type: 'NotFound' });
+    return emoji;
   },
 });

@@ -1,7 +1,7 @@
 // POST /onboard/complete — {username}: creates the user with a free discriminator → the self User.
 import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
-import { decideOnboard, normaliseUsername, pickDiscriminator } from '../../../domain/account/commands.ts';
+import { decideOnboard, discriminatorsInUse, normaliseUsername, pickDiscriminator } from '../../../domain/account/commands.ts';
 import { defineRoute } from '../../route.ts';
 import { loadAccount } from '../auth/accountLoad.ts';
 import { presentSelf } from '../users/present.ts';
@@ -20,7 +20,7 @@ export default defineRoute({
       if (state.user) throw new AppError({ type: 'AlreadyOnboarded' });
       // The uniqueness stream is small and read straight from the log: always current.
       const claims = await deps.store.readStream(nameStream);
-      const used = new Set(claims.map((c) => (c.data as { discriminator: string }).discriminator));
+      const used = discriminatorsInUse(claims);
       const discriminator = pickDiscriminator(used, Math.random);
       return {
         result: undefined,

@@ -1,0 +1,145 @@
+/**
+ * The search indexer (projector role): follows the event log from the index's own checkpoint and applies each
+ * batch to the SQLite index in one transaction with the new checkpoint (`SearchIndex.applyBatch`), so a crash
+ * never applies an event twice or skips one. One indexer per index file writes at a time: it holds a lease in
+ * the file itself (renewed every third of `leaseMs`); another process with the projector role on the same
+ * machine waits and takes over when the lease expires. If the checkpoint moved under it anyway (its lease
+ * lapsed during a stall), the batch rolls back and the indexer starts over from the stored checkpoint.
+ *
+ * A rebuild is the same code from an empty index: `npm run rebuild:search` empties the file's tables and its
+ * checkpoint in one transaction; the running indexer sees its checkpoint gone at its next check and replays
+ * the log from zero (with no indexer running, the command replays it itself). `rebuildSearchIndex` builds a
+ * fresh file from zero (tests compare it with the live one).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { EventStore, Subscription } from '../eventstore/port.ts';
+import { upcast } from '../domain/events.ts';
+import { SearchCheckpointMoved, SearchIndex } from './index.ts';
+
+/** Options of the indexer. */
+export interface SearchIndexerOptions {
+  store: EventStore;
+  /** Path of the index file (`DATA_DIR/search.sqlite`). */
+  file: string;
+  log: Logger;
+  /** Lease time-to-live (ms, default 10 000). */
+  leaseMs?: number;
+  /** Events per batch (default 1000). */
+  batchSize?: number;
+}
+
+/** The running indexer. */
+export class SearchIndexer {
+  private readonly o: SearchIndexerOptions;
+  private readonly holder = randomUUID();
+  private index: SearchIndex | undefined;
+  private sub: Subscription | undefined;
+  private checkpoint: bigint | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private caughtUpResolve!: () => void;
+  /** Resolves once this indexer has applied everything that existed when it took the lease. */
+  readonly caughtUp: Promise<void>;
+
+  constructor(o: SearchIndexerOptions) {
+    this.o = o;
+    this.caughtUp = new Promise((r) => (this.caughtUpResolve = r));
+  }
+
+  /** Opens the file and starts trying for the lease. */
+  start(): void {
+    this.index = new SearchIndex(this.o.file);
+    const leaseMs = this.o.leaseMs ?? 10_000;
+    this.tick();
+    this.timer = setInterval(() => this.tick(), Math.max(100, Math.floor(leaseMs / 3)));
+    this.timer.unref();
+  }
+
+  /** Whether this process writes the index now. */
+  get active(): boolean {
+    return this.sub !== undefined;
+  }
+
+  private tick(): void {
+    if (this.stopped || !this.index) return;
+    let held: boolean;
+    try {
+      held = this.index.lease(this.holder, Date.now(), this.o.leaseMs ?? 10_000);
+    } catch (err) {
+      this.o.log.warn({ err }, 'search index lease check failed');
+      return;
+    }
+    if (held && this.sub && this.index.checkpoint() !== this.checkpoint) {
+      // Emptied by `npm run rebuild:search` (or moved by another writer): start over from the stored checkpoint.
+      this.o.log.warn({ stored: this.index.checkpoint()?.toString(), mine: this.checkpoint?.toString() }, 'search checkpoint moved; following the log from it');
+      void this.unfollow().then(() => this.tick());
+      return;
+    }
+    if (held && !this.sub) this.follow();
+    else if (!held && this.sub) {
+      this.o.log.warn('search index lease lost; another indexer writes now');
+      void this.unfollow();
+    }
+  }
+
+  private follow(): void {
+    const index = this.index!;
+    this.checkpoint = index.checkpoint();
+    this.o.log.info({ checkpoint: this.checkpoint?.toString() }, 'search indexer following the log');
+    this.sub = this.o.store.subscribe({
+      ...(this.checkpoint !== undefined ? { after: this.checkpoint } : {}),
+      batchSize: this.o.batchSize ?? 1000,
+      onEvents: (events) => {
+        if (this.stopped) return;
+        this.checkpoint = index.applyBatch(events, this.checkpoint, upcast);
+      },
+      onCaughtUp: () => this.caughtUpResolve(),
+      onError: (err) => {
+        if (err instanceof SearchCheckpointMoved) this.o.log.warn({ err: err.message }, 'search checkpoint moved; starting over from it');
+        else this.o.log.error({ err }, 'search indexer failed; starting over');
+        void this.unfollow().then(() => {
+          if (!this.stopped) setTimeout(() => this.tick(), 200).unref();
+        });
+      },
+    });
+  }
+
+  private async unfollow(): Promise<void> {
+    const sub = this.sub;
+    this.sub = undefined;
+    await sub?.close();
+  }
+
+  /** Stops following, gives the lease up and closes the file. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.unfollow();
+    try {
+      this.index?.release(this.holder);
+    } catch {
+      /* the file is going away with the process */
+    }
+    this.index?.close();
+    this.index = undefined;
+  }
+}
+
+/** Builds an index from position 0 into `file` (which must be empty or new) and resolves when it caught up. */
+export async function rebuildSearchIndex(store: EventStore, file: string, batchSize = 1000): Promise<SearchIndex> {
+  const index = new SearchIndex(file);
+  let checkpoint = index.checkpoint();
+  if (checkpoint !== undefined) throw new Error(`${file} is not empty (checkpoint ${checkpoint})`);
+  await new Promise<void>((resolve, reject) => {
+    const sub = store.subscribe({
+      batchSize,
+      onEvents: (events) => {
+        checkpoint = index.applyBatch(events, checkpoint, upcast);
+      },
+      onCaughtUp: () => void sub.close().then(resolve),
+      onError: reject,
+    });
+  });
+  return index;
+}

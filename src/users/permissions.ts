@@ -1,0 +1,106 @@
+/**
+ * What one user may do to another (Stoat's `calculate_user_permissions`), as a pure function over facts,
+ * plus the loader of those facts. Today the facts are: same user, a shared server (the "mutual connection"),
+ * and whether the target is a bot. Relationships (friends, requests, blocks) and shared DMs and groups plug
+ * in through `UserFactSources`: a feature that adds them registers a source, and the rule below already
+ * treats them as Stoat does.
+ */
+import { rm } from '../readmodel/keys.ts';
+import type { AccessDeps } from '../access.ts';
+
+/** Stoat's user permission bits. */
+export const UserPermission = {
+  Access: 1,
+  ViewProfile: 2,
+  SendMessage: 4,
+  Invite: 8,
+} as const;
+
+/** Every user permission (Stoat answers u64::MAX for these cases). */
+const ALL = UserPermission.Access | UserPermission.ViewProfile | UserPermission.SendMessage | UserPermission.Invite;
+
+/** Stoat's relationship status between the viewer and the target, from the viewer's side. */
+export type RelationshipStatus = 'None' | 'User' | 'Friend' | 'Outgoing' | 'Incoming' | 'Blocked' | 'BlockedOther';
+
+/** The facts the rule reads. */
+export interface UserFacts {
+  /** Viewer and target are the same user. */
+  same: boolean;
+  /** The viewer's relationship with the target. */
+  relationship: RelationshipStatus;
+  /** They share a server, a group or a DM. */
+  mutual: boolean;
+  /** The target is a bot. */
+  targetIsBot: boolean;
+  /** The viewer is a bot. */
+  viewerIsBot: boolean;
+}
+
+/** Stoat's rule: self and friends get everything; blocks only Access; a mutual connection or a bot target ViewProfile. */
+export function userPermissions(f: UserFacts): number {
+  if (f.same) return ALL;
+  let p = 0;
+  switch (f.relationship) {
+    case 'Friend':
+      return ALL;
+    case 'Blocked':
+    case 'BlockedOther':
+      return UserPermission.Access;
+    case 'Incoming':
+    case 'Outgoing':
+      p = UserPermission.Access;
+      break;
+    default:
+      break;
+  }
+  if (f.mutual || f.targetIsBot) p = UserPermission.Access | UserPermission.ViewProfile;
+  if (f.mutual && (f.viewerIsBot || f.targetIsBot)) p |= UserPermission.SendMessage;
+  return p;
+}
+
+/**
+ * Extra sources of facts between two users. The relationships feature sets `relationship`; DMs and groups
+ * set `sharesChannel`. Until they exist, nobody is a friend and only servers connect people.
+ */
+export interface UserFactSources {
+  /** The viewer's relationship with the target (default 'None'). */
+  relationship?: (deps: AccessDeps, viewerId: string, targetId: string) => Promise<RelationshipStatus>;
+  /** Whether the two share a DM or a group (default false). */
+  sharesChannel?: (deps: AccessDeps, viewerId: string, targetId: string) => Promise<boolean>;
+}
+
+/** The registered sources (filled by features at import time). */
+export const userFactSources: UserFactSources = {};
+
+/** Whether the two users are both members of some server (the server lists are hints: membership is checked). */
+export async function shareServer(deps: AccessDeps, a: string, b: string): Promise<boolean> {
+  const [mine, theirs] = await Promise.all([deps.readModels.smembers(rm.userServers(a)), deps.readModels.smembers(rm.userServers(b))]);
+  const theirSet = new Set(theirs);
+  const common = mine.filter((s) => theirSet.has(s));
+  for (const serverId of common) {
+    const [ma, mb] = await Promise.all([
+      deps.readModels.hgetJson(rm.serverMembers(serverId), a),
+      deps.readModels.hgetJson(rm.serverMembers(serverId), b),
+    ]);
+    if (ma && mb) return true;
+  }
+  return false;
+}
+
+/** Loads the facts between viewer and target (the target exists) and applies the rule. */
+export async function loadUserPermissions(deps: AccessDeps, viewerId: string, target: { _id: string; bot?: unknown }): Promise<number> {
+  if (viewerId === target._id) return ALL;
+  const [relationship, servers, channels] = await Promise.all([
+    userFactSources.relationship?.(deps, viewerId, target._id) ?? Promise.resolve<RelationshipStatus>('None'),
+    shareServer(deps, viewerId, target._id),
+    userFactSources.sharesChannel?.(deps, viewerId, target._id) ?? Promise.resolve(false),
+  ]);
+  const viewer = await deps.readModels.getJson<{ bot?: unknown }>(rm.user(viewerId));
+  return userPermissions({
+    same: false,
+    relationship,
+    mutual: servers || channels,
+    targetIsBot: target.bot != null,
+    viewerIsBot: viewer?.bot != null,
+  });
+}
