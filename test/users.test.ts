@@ -121,6 +121,23 @@ t.test('user routes over HTTP', async (t) => {
     t.equal((await carol.api.get(`/users/${alice.userId}/profile`)).status, 200, 'after joining alice’s server');
     t.equal((await carol.api.del(`/servers/${srv.id}/members/${carol.userId}`)).status < 300 || (await alice.api.del(`/servers/${srv.id}/members/${carol.userId}`)).status < 300, true);
     t.equal((await carol.api.get(`/users/${alice.userId}/profile`)).status, 403, 'after leaving it: 403');
+    // Relationships: a friend sees it without a shared server; a group shared with her counts as a mutual
+    // connection; a block takes it away even with a shared server.
+    t.equal((await carol.api.put(`/users/${alice.userId}/friend`)).status, 200, 'carol asks alice');
+    t.equal((await carol.api.get(`/users/${alice.userId}/profile`)).status, 403, 'a pending request alone: 403');
+    t.equal((await alice.api.put(`/users/${carol.userId}/friend`)).status, 200, 'alice accepts');
+    t.equal((await carol.api.get(`/users/${alice.userId}/profile`)).status, 200, 'a friend sees it');
+    const group = await alice.api.post('/channels/create', { name: 'g', users: [carol.userId] });
+    t.equal(group.status, 200, 'a group of alice and carol');
+    t.equal((await carol.api.del(`/users/${alice.userId}/friend`)).status, 200, 'no longer friends');
+    t.equal((await carol.api.get(`/users/${alice.userId}/profile`)).status, 200, 'the shared group is a mutual connection');
+    t.equal((await carol.api.del(`/channels/${group.body._id}`)).status, 204, 'carol leaves the group');
+    t.equal((await carol.api.get(`/users/${alice.userId}/profile`)).status, 403, 'no connection left: 403');
+    await join(alice, srv.general, carol);
+    t.equal((await carol.api.get(`/users/${alice.userId}/profile`)).status, 200, 'a shared server again');
+    t.equal((await alice.api.put(`/users/${carol.userId}/block`)).status, 200, 'alice blocks carol');
+    t.equal((await carol.api.get(`/users/${alice.userId}/profile`)).status, 403, 'blocked by her: 403 despite the shared server');
+    t.equal((await alice.api.get(`/users/${carol.userId}/profile`)).status, 403, 'blocking: 403 too');
     // Remove as Stoat names the fields.
     await alice.api.patch('/users/@me', { remove: ['ProfileContent'] });
     t.same(Object.keys((await alice.api.get('/users/@me/profile')).body), ['background']);

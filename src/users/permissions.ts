@@ -1,12 +1,12 @@
 /**
  * What one user may do to another (Stoat's `calculate_user_permissions`), as a pure function over facts,
- * plus the loader of those facts. Today the facts are: same user, a shared server (the "mutual connection"),
- * and whether the target is a bot. Relationships (friends, requests, blocks) and shared DMs and groups plug
- * in through `UserFactSources`: a feature that adds them registers a source, and the rule below already
- * treats them as Stoat does.
+ * plus the loader of those facts: same user, the relationship (friends, requests, blocks), a mutual
+ * connection (a shared server, DM or group) and whether either is a bot.
  */
 import { rm } from '../readmodel/keys.ts';
-import type { AccessDeps } from '../access.ts';
+import { loadPrivateChannel, loadRelations, type AccessDeps } from '../access.ts';
+import { recipientsOf } from '../domain/private/state.ts';
+import { statusOf } from '../domain/relationship/state.ts';
 
 /** Stoat's user permission bits. */
 export const UserPermission = {
@@ -58,19 +58,19 @@ export function userPermissions(f: UserFacts): number {
   return p;
 }
 
-/**
- * Extra sources of facts between two users. The relationships feature sets `relationship`; DMs and groups
- * set `sharesChannel`. Until they exist, nobody is a friend and only servers connect people.
- */
-export interface UserFactSources {
-  /** The viewer's relationship with the target (default 'None'). */
-  relationship?: (deps: AccessDeps, viewerId: string, targetId: string) => Promise<RelationshipStatus>;
-  /** Whether the two share a DM or a group (default false). */
-  sharesChannel?: (deps: AccessDeps, viewerId: string, targetId: string) => Promise<boolean>;
+/** Whether the two users are recipients of one DM or group (the per-user lists are hints: recipients decide). */
+export async function shareChannel(deps: AccessDeps, a: string, b: string): Promise<boolean> {
+  const [mine, theirs] = await Promise.all([deps.readModels.smembers(rm.userPrivateChannels(a)), deps.readModels.smembers(rm.userPrivateChannels(b))]);
+  const theirSet = new Set(theirs);
+  for (const channelId of mine.filter((c) => theirSet.has(c))) {
+    const channel = await loadPrivateChannel(deps, channelId);
+    if (channel && channel.channel_type !== 'SavedMessages') {
+      const recipients = recipientsOf(channel);
+      if (recipients.includes(a) && recipients.includes(b)) return true;
+    }
+  }
+  return false;
 }
-
-/** The registered sources (filled by features at import time). */
-export const userFactSources: UserFactSources = {};
 
 /** Whether the two users are both members of some server (the server lists are hints: membership is checked). */
 export async function shareServer(deps: AccessDeps, a: string, b: string): Promise<boolean> {
@@ -91,9 +91,9 @@ export async function shareServer(deps: AccessDeps, a: string, b: string): Promi
 export async function loadUserPermissions(deps: AccessDeps, viewerId: string, target: { _id: string; bot?: unknown }): Promise<number> {
   if (viewerId === target._id) return ALL;
   const [relationship, servers, channels] = await Promise.all([
-    userFactSources.relationship?.(deps, viewerId, target._id) ?? Promise.resolve<RelationshipStatus>('None'),
+    loadRelations(deps, viewerId).then((r) => statusOf(r, target._id) as RelationshipStatus),
     shareServer(deps, viewerId, target._id),
-    userFactSources.sharesChannel?.(deps, viewerId, target._id) ?? Promise.resolve(false),
+    shareChannel(deps, viewerId, target._id),
   ]);
   const viewer = await deps.readModels.getJson<{ bot?: unknown }>(rm.user(viewerId));
   return userPermissions({
