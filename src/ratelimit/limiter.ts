@@ -149,6 +149,14 @@ export class RateLimiter {
     return this.current.size + this.previous.size;
   }
 
+  /** Characters of all counter keys held; for tests (bounded however long the ids a client sends). */
+  keyChars(): number {
+    let n = 0;
+    for (const k of this.current.keys()) n += k.length;
+    for (const k of this.previous.keys()) n += k.length;
+    return n;
+  }
+
   private rotate(now: number): void {
     const elapsed = now - this.rotatedAt;
     if (elapsed < WINDOW_MS) return;

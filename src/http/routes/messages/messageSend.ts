@@ -20,6 +20,7 @@ import { presentUser } from '../users/present.ts';
 import { claimAttachments, fileLocks, referenceAvatar } from './files.ts';
 import { currentMessage } from './present.ts';
 import { embedOf, SendBody } from './schemas.ts';
+import { own, setOwn } from '../../../own.ts';
 
 /** The `Idempotency-Key` header (undefined when absent; empty or over 64 characters → 400 FailedValidation). */
 function headerKey(rc: RouteContext<SendBody, undefined>): string | undefined {
@@ -41,18 +42,18 @@ async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Pr
     const replyIds = [...new Set(cmd.replies.map((r) => r.id))];
     const targets = await loadMessages(deps.readModels, cmd.channelId, replyIds);
     const replies: Record<string, { author: string } | null> = {};
-    replyIds.forEach((id, i) => (replies[id] = targets[i] ? { author: targets[i]!.author } : null));
+    replyIds.forEach((id, i) => setOwn(replies, id, targets[i] ? { author: targets[i]!.author } : null));
 
     // Mentions count only for members who can see the channel: the content's and the replied authors'.
     const candidates = new Set(cmd.content ? parseMentions(cmd.content).users : []);
-    for (const r of cmd.replies) if (r.mention && replies[r.id]) candidates.add(replies[r.id]!.author);
+    for (const r of cmd.replies) if (r.mention && own(replies, r.id)) candidates.add(own(replies, r.id)!.author);
     const ids = [...candidates];
     const members = await deps.readModels.hmgetJson<MemberObject>(rm.serverMembers(access.server._id), ids);
     const now = deps.now();
     const canView: Record<string, boolean> = {};
     ids.forEach((id, i) => {
       const m = members[i];
-      canView[id] = m !== null && m !== undefined && has(channelPermissionsOf(access.server, id, m, access.channel, now), Permission.ViewChannel);
+      setOwn(canView, id, m !== null && m !== undefined && has(channelPermissionsOf(access.server, id, m, access.channel, now), Permission.ViewChannel));
     });
 
     const events = decideSendMessage(cmd, {
