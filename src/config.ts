@@ -106,6 +106,10 @@ const schema = z
     GATEWAY_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
     /** Milliseconds an API process's presence registration lives without renewal (renewed every third of it). */
     GATEWAY_PRESENCE_TTL_MS: z.coerce.number().int().min(300).max(600_000).default(30_000),
+    /** Sockets one user may hold open on one API process; the next is refused. */
+    GATEWAY_MAX_SOCKETS_PER_USER: z.coerce.number().int().min(1).max(100_000).default(16),
+    /** Sockets one client address may hold open on one API process (authenticated or not); the next upgrade is refused with 429. */
+    GATEWAY_MAX_SOCKETS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(64),
   })
   .superRefine((c, ctx) => {
     if (c.VOICE_ENABLED) {
@@ -174,7 +178,7 @@ export interface Config {
   mediaTestDelayMs: number;
   inviteOnly: boolean;
   /** Events gateway: ping interval (ms), unsent-bytes limit per socket, time to authenticate (ms), presence TTL (ms). */
-  gateway: { heartbeatMs: number; maxBufferedBytes: number; authTimeoutMs: number; presenceTtlMs: number };
+  gateway: { heartbeatMs: number; maxBufferedBytes: number; authTimeoutMs: number; presenceTtlMs: number; maxSocketsPerUser: number; maxSocketsPerAddress: number };
 }
 
 /** VOICE_ENABLED with its LiveKit server, or voice off. */
@@ -251,6 +255,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxBufferedBytes: c.GATEWAY_MAX_BUFFERED_BYTES,
       authTimeoutMs: c.GATEWAY_AUTH_TIMEOUT_MS,
       presenceTtlMs: c.GATEWAY_PRESENCE_TTL_MS,
+      maxSocketsPerUser: c.GATEWAY_MAX_SOCKETS_PER_USER,
+      maxSocketsPerAddress: c.GATEWAY_MAX_SOCKETS_PER_ADDRESS,
     },
   };
 }

@@ -31,6 +31,7 @@ import type { ReadModels } from '../readmodel/reader.ts';
 import { FactsCache } from './facts.ts';
 import { CLIENT_EVENT_TYPES, INTERNAL_EVENT_TYPES } from './protocol.ts';
 import type { GatewaySocket, QueuedEvent } from './socket.ts';
+import { profileForOthers } from '../http/routes/users/present.ts';
 
 /** A client event with what the dispatcher worked out once for all sockets. */
 interface Dispatched extends QueuedEvent {
@@ -180,14 +181,15 @@ export class Hub {
     if (ev.route.kind === 'userPresence') {
       const userId = ev.route.userId;
       const data = ev.payload.data as (Partial<UserProfile> & { online?: boolean }) | undefined;
-      // A user whose status is Invisible comes online for their own sockets only.
-      const hidden = data?.online === true && (await this.o.readModels.getJson<UserProfile>(rm.user(userId)))?.status?.presence === 'Invisible';
+      // A user whose status is Invisible comes online, and goes offline, for their own sockets only (the
+      // others saw them offline all along).
+      const hidden = typeof data?.online === 'boolean' && (await this.o.readModels.getJson<UserProfile>(rm.user(userId)))?.status?.presence === 'Invisible';
       ev.presence = hidden ? new Set() : new Set(await this.o.readModels.smembers(rm.userServers(userId)));
       if (ev.payload.type === 'UserUpdate' && data && !('online' in data)) {
         // A profile change (the whole profile): the others also learn whether the user is online as they may
         // see it, so turning Invisible on or off shows at once.
         const online = data.status?.presence !== 'Invisible' && (await this.o.readModels.online([userId])).has(userId);
-        ev.othersText = JSON.stringify({ ...ev.payload, data: { ...data, online } });
+        ev.othersText = JSON.stringify({ ...ev.payload, data: { ...profileForOthers(data), online } });
       }
     }
     await this.updateFacts(ev);
@@ -421,6 +423,7 @@ function sharesServer(s: GatewaySocket, servers: Set<string> | undefined): boole
 /** A message's embedded author as seen by the recipient (bonfire recomputes `user.relationship` per socket). */
 function personalise(p: QueuedEvent['payload'], viewerId: string): Record<string, unknown> {
   if (p.type !== 'Message' || !p.user || typeof p.user !== 'object') return p;
-  const user = p.user as Record<string, unknown>;
-  return { ...p, user: { ...user, relationship: user._id === viewerId ? 'User' : 'None' } };
+  const user = p.user as Record<string, unknown> & { status?: { presence?: string } };
+  if (user._id === viewerId) return { ...p, user: { ...user, relationship: 'User' } };
+  return { ...p, user: { ...profileForOthers(user), relationship: 'None' } };
 }
