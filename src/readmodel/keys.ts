@@ -42,6 +42,11 @@ export const genKeys = {
   checkpoint: (partitions: number, i: number) => `cp:${partitions}:${i}`,
   /** Set once partition i of n has caught up with the log in this generation. */
   caughtUp: (partitions: number, i: number) => `ready:${partitions}:${i}`,
+  /**
+   * Hash position → JSON `{eventId, position, type, stream, partition, projection, error, at}` of the events
+   * partition i of n quarantined in this generation (a projection threw on them; `projections/quarantine.ts`).
+   */
+  quarantine: (partitions: number, i: number) => `quarantine:${partitions}:${i}`,
 };
 
 /**
