@@ -3,6 +3,7 @@ import { evolveAccount, type AccountState } from '../src/domain/account/state.ts
 import { emailDigest } from '../src/domain/account/secrets.ts';
 import { rm } from '../src/readmodel/keys.ts';
 import type { Projection } from './types.ts';
+import { own } from '../src/own.ts';
 
 /** Session record looked up by token hash on every authenticated request. */
 export interface SessionRecord {
@@ -81,12 +82,12 @@ export const accountsProjection: Projection = {
         tx.setJson(rm.session(e.data.tokenHash), sessionRecord(userId, e.data.sessionId, e.data.name, after));
         break;
       case 'SessionRenamed': {
-        const s = after.sessions[e.data.sessionId];
+        const s = own(after.sessions, e.data.sessionId);
         if (s) tx.setJson(rm.session(s.tokenHash), sessionRecord(userId, e.data.sessionId, s.name, after));
         break;
       }
       case 'SessionRevoked': {
-        const s = before?.sessions[e.data.sessionId];
+        const s = own(before?.sessions, e.data.sessionId);
         if (s) tx.del(rm.session(s.tokenHash));
         // Internal to the gateway (never forwarded): the session's sockets get Logout and are closed.
         tx.emit({ kind: 'user', userId }, { type: 'DeleteSession', user_id: userId, session_id: e.data.sessionId });

@@ -15,6 +15,8 @@ import { partitionOf } from '../src/partition.ts';
 import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
 import { BatchTx, ValueCache } from './tx.ts';
 import type { Projection } from './types.ts';
+import { quarantineEvents, type QuarantinedEvent } from './quarantine.ts';
+import { isStorageUnavailable } from '../src/http/middleware/errors.ts';
 
 /** Why a runner stopped on its own. */
 export type StopReason = 'checkpoint-lost' | 'error';
@@ -126,31 +128,83 @@ export class PartitionRunner {
     let tx = this.newTx();
     let applied = 0;
     let seen = 0;
-    for (const raw of events) {
+    // Index of the first event of the uncommitted part of the batch, and the poison events in that part.
+    let from = 0;
+    let poison = new Map<number, QuarantinedEvent>();
+    for (let i = 0; i < events.length; i++) {
+      const raw = events[i]!;
       seen++;
-      if (partitionOf(raw.metadata.scope, this.o.partitions) !== this.o.partition) continue;
-      if (!isKnownEventType(raw.type)) continue;
-      const handlers = this.byType.get(raw.type);
-      if (!handlers) continue;
-      const e = upcast(raw);
-      for (const h of handlers) await h.apply(e, tx);
-      applied++;
+      if (poison.has(i)) continue;
+      const fault = await this.applyOne(raw, tx);
+      if (fault) {
+        // The event's writes may be half in the batch: apply the uncommitted part again without it.
+        poison.set(i, fault);
+        tx = this.newTx();
+        applied = 0;
+        for (let j = from; j < i; j++) {
+          if (poison.has(j)) continue;
+          if (await this.applyOne(events[j]!, tx)) throw new Error('projection is not deterministic: an event applied once failed on its re-application');
+          if (this.handles(events[j]!)) applied++;
+        }
+        continue;
+      }
+      if (this.handles(raw)) applied++;
       if (tx.ops.length >= maxOps) {
-        await this.commit(tx, raw.position, applied, seen);
+        await this.commit(tx, raw.position, applied, seen, [...poison.values()]);
         if (this.stopped) return;
         tx = this.newTx();
         applied = 0;
         seen = 0;
+        from = i + 1;
+        poison = new Map();
       }
     }
-    await this.commit(tx, events[events.length - 1]!.position, applied, seen);
+    await this.commit(tx, events[events.length - 1]!.position, applied, seen, [...poison.values()]);
+  }
+
+  /** Whether this partition projects the event at all. */
+  private handles(raw: RecordedEvent): boolean {
+    return partitionOf(raw.metadata.scope, this.o.partitions) === this.o.partition && isKnownEventType(raw.type) && this.byType.has(raw.type);
+  }
+
+  /**
+   * Applies one event to the batch; returns its quarantine record when a projection threw on it (a storage
+   * failure is rethrown: it is not the event's fault).
+   */
+  private async applyOne(raw: RecordedEvent, tx: BatchTx): Promise<QuarantinedEvent | undefined> {
+    if (!this.handles(raw)) return undefined;
+    const handlers = this.byType.get(raw.type)!;
+    let current = '(upcast)';
+    try {
+      const e = upcast(raw);
+      for (const h of handlers) {
+        current = h.name;
+        await h.apply(e, tx);
+      }
+      return undefined;
+    } catch (err) {
+      if (isStorageUnavailable(err) || this.o.redis.status !== 'ready') throw err;
+      const record: QuarantinedEvent = {
+        eventId: raw.id,
+        position: raw.position.toString(),
+        type: raw.type,
+        stream: raw.stream,
+        partition: this.o.partition,
+        projection: current,
+        error: err instanceof Error ? err.message.slice(0, 1000) : String(err).slice(0, 1000),
+        // The event's own time, so a rebuild records exactly the same entry.
+        at: raw.metadata.at,
+      };
+      this.o.log.error({ ...record, generation: this.o.generation }, 'projector: poison event quarantined');
+      return record;
+    }
   }
 
   private newTx(): BatchTx {
     return new BatchTx(this.o.redis, this.keyPrefix, this.cache, this.o.partition, this.rebuilding);
   }
 
-  private async commit(tx: BatchTx, position: bigint, applied: number, seen: number): Promise<void> {
+  private async commit(tx: BatchTx, position: bigint, applied: number, seen: number, quarantined: readonly QuarantinedEvent[] = []): Promise<void> {
     await this.o.beforeExec?.();
     const r = this.o.redis;
     await r.watch(this.cpKey);
@@ -166,6 +220,8 @@ export class PartitionRunner {
     for (const ev of tx.emitted) {
       m.xadd(this.eventsKey, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(ev));
     }
+    const qKey = this.keyPrefix + genKeys.quarantine(this.o.partitions, this.o.partition);
+    for (const q of quarantined) m.hset(qKey, q.position, JSON.stringify(q));
     m.set(this.cpKey, position.toString());
     const result = await m.exec();
     if (result === null) {
@@ -176,6 +232,7 @@ export class PartitionRunner {
     if (failed) throw failed[0];
     this.checkpoint = position;
     tx.commitToCache();
+    for (const q of quarantined) quarantineEvents.emit('quarantined', q);
     const ctl = controlKeys(this.o.prefix);
     void r.publish(ctl.checkpointChannel, `${this.o.generation}:${this.o.partition}:${position}`).catch(() => {});
     this.o.onCommit?.(position, applied, seen);

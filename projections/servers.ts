@@ -14,6 +14,7 @@ import { Permission } from '../src/permissions/bits.ts';
 import { has } from '../src/permissions/calculate.ts';
 import { rm } from '../src/readmodel/keys.ts';
 import type { Projection, ProjectionTx } from './types.ts';
+import { moderationOf } from '../src/domain/server/joinServer.ts';
 
 /** Prefix of the server streams. */
 export const SERVER_STREAM = 'server-';
@@ -37,6 +38,7 @@ async function deleteServer(tx: ProjectionTx, serverId: string): Promise<void> {
   tx.del(rm.serverInvites(serverId));
   tx.del(rm.serverMembers(serverId));
   tx.del(rm.serverBans(serverId));
+  tx.del(rm.serverDeparted(serverId));
   tx.del(rm.server(serverId));
 }
 
@@ -59,9 +61,10 @@ async function applyMemberEvent(tx: ProjectionTx, e: StoredEvent, server: Server
       const member = e.data.member;
       const userId = member._id.user;
       tx.hsetJson(rm.serverMembers(serverId), userId, member);
+      tx.hdel(rm.serverDeparted(serverId), userId);
       tx.sadd(rm.userServers(userId), serverId);
       tx.emit(route, { type: 'ServerMemberJoin', id: serverId, user: userId, member });
-      // A just-joined member has no roles and no timeout, so the event's own time is as good as any clock.
+      // A just-joined member has no roles (a timeout carried back keeps ViewChannel), so the event's own time is as good as any clock.
       const channels = await visibleChannels(tx, server, userId, member, Date.parse(e.metadata.at));
       const emojis = [...(await tx.hgetallJson<EmojiObject>(rm.serverEmojis(serverId))).values()].sort((a, b) => (a._id < b._id ? -1 : 1));
       // Voice states belong to the voice feature, which fills them in.
@@ -81,11 +84,15 @@ async function applyMemberEvent(tx: ProjectionTx, e: StoredEvent, server: Server
       });
       return;
     }
-    case 'MemberLeft':
+    case 'MemberLeft': {
+      const gone = await tx.hgetJson<MemberObject>(rm.serverMembers(serverId), e.data.userId);
+      const kept = gone ? moderationOf(gone) : undefined;
+      if (kept) tx.hsetJson(rm.serverDeparted(serverId), e.data.userId, kept);
       tx.hdel(rm.serverMembers(serverId), e.data.userId);
       tx.srem(rm.userServers(e.data.userId), serverId);
       tx.emit(route, { type: 'ServerMemberLeave', id: serverId, user: e.data.userId, reason: e.data.reason });
       return;
+    }
     case 'UserBanned':
       tx.hsetJson(rm.serverBans(serverId), e.data.userId, {
         _id: { server: serverId, user: e.data.userId },

@@ -133,6 +133,10 @@ const schema = z
       .transform((s) => (s === undefined ? [] : [...new Set(s.split(','))])),
     /** Servers a user may own or be a member of (Stoat's per-user server limit). */
     USER_SERVER_LIMIT: z.coerce.number().int().min(1).max(100_000).default(100),
+    /** Sockets one user may hold open on one API process; the next is refused. */
+    GATEWAY_MAX_SOCKETS_PER_USER: z.coerce.number().int().min(1).max(100_000).default(16),
+    /** Sockets one client address may hold open on one API process (authenticated or not); the next upgrade is refused with 429. */
+    GATEWAY_MAX_SOCKETS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(64),
   })
   .superRefine((c, ctx) => {
     if (c.VOICE_ENABLED) {
@@ -205,7 +209,7 @@ export interface Config {
   mediaTestDelayMs: number;
   inviteOnly: boolean;
   /** Events gateway: ping interval (ms), unsent-bytes limit per socket, time to authenticate (ms), presence TTL (ms). */
-  gateway: { heartbeatMs: number; maxBufferedBytes: number; authTimeoutMs: number; presenceTtlMs: number };
+  gateway: { heartbeatMs: number; maxBufferedBytes: number; authTimeoutMs: number; presenceTtlMs: number; maxSocketsPerUser: number; maxSocketsPerAddress: number };
   /** Outgoing mail (SMTP_URL, EMAIL_FROM): undefined = mail off, accounts need no verification. */
   email: { smtpUrl: string; from: string } | undefined;
   /** Mail retries: attempts, first delay (ms, doubling). */
@@ -304,6 +308,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxBufferedBytes: c.GATEWAY_MAX_BUFFERED_BYTES,
       authTimeoutMs: c.GATEWAY_AUTH_TIMEOUT_MS,
       presenceTtlMs: c.GATEWAY_PRESENCE_TTL_MS,
+      maxSocketsPerUser: c.GATEWAY_MAX_SOCKETS_PER_USER,
+      maxSocketsPerAddress: c.GATEWAY_MAX_SOCKETS_PER_ADDRESS,
     },
     email: c.SMTP_URL ? { smtpUrl: c.SMTP_URL, from: c.EMAIL_FROM } : undefined,
     mailRetry: { attempts: c.MAIL_ATTEMPTS, delayMs: c.MAIL_RETRY_DELAY_MS },

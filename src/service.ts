@@ -31,6 +31,7 @@ import { SearchIndexer } from './search/indexer.ts';
 import { SearchReader } from './search/reader.ts';
 import { Projector } from '../projections/projector.ts';
 import { PROJECTIONS } from '../projections/index.ts';
+import type { Projection } from '../projections/types.ts';
 import type { MediaWorkers } from '../workers/media/worker.ts';
 
 /** Extra wiring for tests and tools. */
@@ -40,6 +41,8 @@ export interface ServiceOptions {
   now?: () => number;
   /** Use this store instead of opening one from the configuration. */
   store?: EventStore;
+  /** Projections of the projector role (default `PROJECTIONS`; tests inject faulty ones). */
+  projections?: readonly Projection[];
 }
 
 /** A running service (some or all roles). */
@@ -190,7 +193,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       partitions: config.projectorPartitions,
       ...(config.projectorPartition ? { preferred: config.projectorPartition } : {}),
       leaseMs: config.projectorLeaseMs,
-      projections: PROJECTIONS,
+      projections: opts.projections ?? PROJECTIONS,
       log,
     });
     await projector.start();

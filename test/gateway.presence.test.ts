@@ -121,10 +121,14 @@ t.test('presence', async (t) => {
     t.match(await ownerWs.waitFor((e) => e.type === 'UserUpdate' && e.id === member.userId && e.data.status?.presence === 'Busy'), { data: { online: true } });
     t.equal(await online(owner, member), true);
     t.equal((await member.api.patch('/users/@me', { status: { presence: 'Invisible' } })).status, 200);
-    t.match(await ownerWs.waitFor((e) => e.type === 'UserUpdate' && e.id === member.userId && e.data.status?.presence === 'Invisible'), { data: { online: false } });
+    const hiddenAgain = await ownerWs.waitFor((e) => e.type === 'UserUpdate' && e.id === member.userId && 'username' in e.data && e.data.online === false);
+    t.equal(hiddenAgain.data.status?.presence, undefined, 'the others never see presence "Invisible" (issue 17 item 12)');
     t.match(await c.waitFor((e) => e.type === 'UserUpdate' && e.id === member.userId && e.data.status?.presence === 'Invisible'), { data: { status: { presence: 'Invisible' } } }, 'the user gets its own profile');
+    const beforeClose = ownerWs.presence.length;
     c.close();
-    await change(ownerWs, member, false);
+    await until('the member\'s last socket is let go', async () => (await processesHolding(member)) === 0);
+    await barrier(ownerWs);
+    t.same(about(ownerWs, member, beforeClose), [], 'an Invisible user going offline sends the others nothing (issue 17 item 12)');
     t.equal((await member.api.patch('/users/@me', { status: { presence: 'Online' } })).status, 200);
     t.match(await ownerWs.waitFor((e) => e.type === 'UserUpdate' && e.id === member.userId && e.data.status?.presence === 'Online'), { data: { online: false } }, 'offline: visible but not connected');
   });

@@ -21,6 +21,7 @@ import { ConfigError, loadConfig, ROLE_NAMES, type Config, type RoleName } from 
 import { controlKeys, genKeys, generationPrefix } from '../readmodel/keys.ts';
 import { bullConnection, bullPrefix, queueName } from '../../workers/media/jobs.ts';
 import { TAGS } from '../../workers/media/policy.ts';
+import { quarantinedCount } from '../../projections/quarantine.ts';
 
 /** Time the whole check may take. */
 const TIMEOUT_MS = 8000;
@@ -66,7 +67,11 @@ async function projector(config: Config): Promise<string> {
       else if (!cp && !ready) problems.push(`partition ${i}/${n} has not projected anything in generation ${gen}`);
     }
     if (problems.length) throw new Unhealthy(`projector: ${problems.join('; ')}`);
-    return `projector: all ${n} partitions leased and projecting in generation ${gen}`;
+    // Quarantined (poison) events do not stop projecting, so they do not make the projector unhealthy, but
+    // an operator must see them (`npm run events` / the quarantine hashes name each one).
+    const quarantined = await quarantinedCount(redis, config.redisPrefix, n);
+    const note = quarantined > 0 ? `; ${quarantined} quarantined event${quarantined === 1 ? '' : 's'} (poison: a projection threw; see ${gp}quarantine:${n}:*)` : '; 0 quarantined events';
+    return `projector: all ${n} partitions leased and projecting in generation ${gen}${note}`;
   } finally {
     redis.disconnect();
   }

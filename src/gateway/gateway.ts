@@ -51,6 +51,24 @@ export interface GatewayOptions {
   authTimeoutMs: number;
   /** How long a process's presence registration lives without renewal (ms): a dead process's users go offline after it. */
   presenceTtlMs: number;
+  /** Sockets one user may hold on this process (default 16). */
+  maxSocketsPerUser?: number;
+  /** Sockets one client address may hold on this process (default 64). */
+  maxSocketsPerAddress?: number;
+}
+
+/** A socket relays at most one BeginTyping per channel in this many ms (a repeat inside it is dropped). */
+export const TYPING_REPEAT_MS = 2_000;
+/** A socket relays at most this many typing frames per `TYPING_WINDOW_MS`, whatever the channels. */
+export const TYPING_PER_WINDOW = 10;
+/** Window of `TYPING_PER_WINDOW` (ms). */
+export const TYPING_WINDOW_MS = 10_000;
+
+/** Per-socket typing state: when each channel's BeginTyping was last relayed, and the window's count. */
+interface TypingState {
+  began: Map<string, number>;
+  windowStart: number;
+  count: number;
 }
 
 /** Counters for tests and diagnostics. */
@@ -85,7 +103,7 @@ interface TypingMessage {
 export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   const log = o.log.child({ part: 'gateway' });
   const typingChannel = `${controlKeys(o.prefix).controlChannel}:typing`;
-  const dropped: Record<DropReason, number> = { slow: 0, dead: 0, logout: 0, shutdown: 0, auth: 0, overflow: 0, error: 0 };
+  const dropped: Record<DropReason, number> = { slow: 0, dead: 0, logout: 0, shutdown: 0, auth: 0, overflow: 0, error: 0, limit: 0 };
   const hub = new Hub({ readModels: o.readModels, log, now: o.now, maxPending: 10_000 });
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });
   let closing = false;
@@ -153,6 +171,9 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       const session = token.length <= 256 ? await o.readModels.getJson<SessionRecord>(rm.session(hashToken(token))) : null;
       if (s.isClosed()) return;
       if (!session) return fail(s, { type: 'InvalidSession' });
+      let mine = 0;
+      for (const other of hub.sockets) if (other !== s && other.userId === session.userId && other.state !== 'closed') mine++;
+      if (mine >= maxPerUser) return fail(s, { type: 'InternalError', at: 'SocketLimit' }, 'limit');
       s.userId = session.userId;
       s.sessionId = session.sessionId;
       const ready = await buildReady({ readModels: o.readModels, now: o.now }, session.userId, fields, s.settingsKeys);
@@ -218,6 +239,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
         }
         for (const [serverId, channels] of s.servers) {
           if (!channels.has(f.channel)) continue;
+          if (!typingAllowed(s, f.channel, f.type === 'BeginTyping')) return;
           const m: TypingMessage = { server: serverId, channel: f.channel, user: s.userId, start: f.type === 'BeginTyping' };
           void o.readModels.redis.publish(typingChannel, JSON.stringify(m)).catch(() => {});
           return;
@@ -229,8 +251,48 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     }
   };
 
+  /**
+   * Typing is throttled per socket (Stoat relays typing as ephemeral events and clients repeat BeginTyping
+   * while typing): a BeginTyping for a channel already begun less than `TYPING_REPEAT_MS` ago is dropped, an
+   * EndTyping only follows a relayed BeginTyping, and at most `TYPING_PER_WINDOW` frames per window pass.
+   */
+  const typingStates = new WeakMap<GatewaySocket, TypingState>();
+  const typingAllowed = (s: GatewaySocket, channel: string, begin: boolean): boolean => {
+    const now = o.now();
+    let st = typingStates.get(s);
+    if (!st) {
+      st = { began: new Map(), windowStart: now, count: 0 };
+      typingStates.set(s, st);
+    }
+    if (now - st.windowStart >= TYPING_WINDOW_MS) {
+      st.windowStart = now;
+      st.count = 0;
+    }
+    const last = st.began.get(channel);
+    if (begin && last !== undefined && now - last < TYPING_REPEAT_MS) return false;
+    if (!begin && last === undefined) return false;
+    if (st.count >= TYPING_PER_WINDOW) return false;
+    st.count += 1;
+    if (begin) {
+      if (st.began.size >= 64 && last === undefined) st.began.clear();
+      st.began.set(channel, now);
+    } else st.began.delete(channel);
+    return true;
+  };
+
+  const maxPerUser = o.maxSocketsPerUser ?? 16;
+  const maxPerAddress = o.maxSocketsPerAddress ?? 64;
+  /** Open sockets per client address on this process. */
+  const perAddress = new Map<string, number>();
+
   const onConnection = (ws: WebSocket, req: IncomingMessage) => {
     const s = new GatewaySocket(ws, o.maxBufferedBytes, onDrop);
+    const address = req.socket.remoteAddress ?? '';
+    ws.once('close', () => {
+      const n = (perAddress.get(address) ?? 1) - 1;
+      if (n <= 0) perAddress.delete(address);
+      else perAddress.set(address, n);
+    });
     hub.add(s);
     const params = new URL(req.url ?? '/', 'http://gateway').searchParams;
     s.fields = readyFields(params);
@@ -269,6 +331,13 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"type":"InternalError"}');
       return;
     }
+    const address = req.socket.remoteAddress ?? '';
+    const open = perAddress.get(address) ?? 0;
+    if (open >= maxPerAddress) {
+      socket.end('HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"retry_after":10000}');
+      return;
+    }
+    perAddress.set(address, open + 1);
     wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, req));
   };
   o.server.on('upgrade', onUpgrade);

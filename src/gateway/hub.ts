@@ -32,6 +32,7 @@ import { FactsCache } from './facts.ts';
 import type { RelationsState } from '../domain/relationship/state.ts';
 import { CLIENT_EVENT_TYPES, INTERNAL_EVENT_TYPES } from './protocol.ts';
 import type { GatewaySocket, QueuedEvent } from './socket.ts';
+import { profileForOthers } from '../http/routes/users/present.ts';
 
 /** A client event with what the dispatcher worked out once for all sockets. */
 interface Dispatched extends QueuedEvent {
@@ -212,8 +213,9 @@ export class Hub {
     if (ev.route.kind === 'userPresence') {
       const userId = ev.route.userId;
       const data = ev.payload.data as (Partial<UserProfile> & { online?: boolean }) | undefined;
-      // A user whose status is Invisible comes online for their own sockets only.
-      const hidden = data?.online === true && (await this.o.readModels.getJson<UserProfile>(rm.user(userId)))?.status?.presence === 'Invisible';
+      // A user whose status is Invisible comes online, and goes offline, for their own sockets only (the
+      // others saw them offline all along).
+      const hidden = typeof data?.online === 'boolean' && (await this.o.readModels.getJson<UserProfile>(rm.user(userId)))?.status?.presence === 'Invisible';
       ev.presence = hidden ? new Set() : new Set(await this.o.readModels.smembers(rm.userServers(userId)));
       // Friends and pending requests hear of the user too (bonfire subscribes them to the user).
       const relations = hidden ? null : await this.o.readModels.getJson<RelationsState>(rm.relations(userId));
@@ -222,7 +224,7 @@ export class Hub {
         // A profile change (the whole profile): the others also learn whether the user is online as they may
         // see it, so turning Invisible on or off shows at once.
         const online = data.status?.presence !== 'Invisible' && (await this.o.readModels.online([userId])).has(userId);
-        ev.othersText = JSON.stringify({ ...ev.payload, data: { ...data, online } });
+        ev.othersText = JSON.stringify({ ...ev.payload, data: { ...profileForOthers(data), online } });
       }
     }
     if (ev.payload.type === 'UserRelationship') ev.payload = await this.relationshipPayload(ev.payload);
@@ -497,7 +499,8 @@ function sharesServer(s: GatewaySocket, servers: Set<string> | undefined): boole
  */
 function personalise(p: QueuedEvent['payload'], s: GatewaySocket): Record<string, unknown> {
   if (p.type !== 'Message' || !p.user || typeof p.user !== 'object') return p;
-  const user = p.user as Record<string, unknown>;
+  const user = p.user as Record<string, unknown> & { status?: { presence?: string } };
   const id = String(user._id);
-  return { ...p, user: { ...user, relationship: id === s.userId ? 'User' : (s.relations.get(id) ?? 'None') } };
+  if (id === s.userId) return { ...p, user: { ...user, relationship: 'User' } };
+  return { ...p, user: { ...profileForOthers(user), relationship: s.relations.get(id) ?? 'None' } };
 }

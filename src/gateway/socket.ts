@@ -20,7 +20,7 @@ export type SocketState =
   | 'closed';
 
 /** Why the gateway dropped a socket. */
-export type DropReason = 'slow' | 'dead' | 'logout' | 'shutdown' | 'auth' | 'overflow' | 'error';
+export type DropReason = 'slow' | 'dead' | 'logout' | 'shutdown' | 'auth' | 'overflow' | 'error' | 'limit';
 
 /** A queued client event (raw, before per-socket filtering). */
 export interface QueuedEvent {

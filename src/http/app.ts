@@ -2,14 +2,14 @@
  * The API app: `createApiApp(deps, routes)` builds the koa app without listening, so tests run it on an
  * ephemeral port. Pipeline (outermost first): request id and log → lingering close of a request answered
  * before its body was read (`middleware/linger.ts`) → rate-limit headers → error renderer
- * → CORS → JSON body (any content type: revolt.js sends JSON as text/plain) → serving check → router
- * (session → rate limit → authentication → validation → handler) → 404 for everything unmatched.
+ * → CORS → serving check → router (path ids → session → rate limit → authentication → JSON body, only on
+ * routes that take one, any content type since revolt.js sends JSON as text/plain → validation → handler)
+ * → 404 for everything unmatched (its body is never read).
  */
 import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import Router, { type RouterMiddleware } from '@koa/router';
 import cors from '@koa/cors';
-import { bodyParser } from '@koa/bodyparser';
 import type { z } from 'zod';
 import { AppError, unavailable } from '../errors.ts';
 import { hashToken } from '../domain/account/secrets.ts';
@@ -19,6 +19,9 @@ import type { AppDeps } from './deps.ts';
 import { errorRenderer } from './middleware/errors.ts';
 import { closeUnreadRequests } from './middleware/linger.ts';
 import { countRequest, RATE_LIMIT_HEADERS, rateLimitHeaders } from './middleware/rateLimit.ts';
+import { classifyNeedsBody } from '../ratelimit/limiter.ts';
+import { readJsonBody } from './body.ts';
+import { paramsValid } from './params.ts';
 import { NO_CONTENT, type AnyRoute, type Caller } from './route.ts';
 
 /** Paths answered even while the read models are rebuilding. */
@@ -125,16 +128,41 @@ function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, what: 'bo
   return r.data;
 }
 
-/** Mounts the declarative routes. */
+/** Cap of a body read before its rate limit is counted (a small body: the emoji create's is < 200 bytes). */
+export const CLASSIFIED_BODY_LIMIT = 16_000;
+
+/**
+ * Mounts the declarative routes. Order per request: path ids validated (a malformed one is answered like an
+ * unmatched path: counted in the catch-all bucket, 404 NotFound) → session → rate limit → authentication →
+ * the body, read and parsed only when the route declares one (`body.ts`) → validation → handler. A route
+ * whose rate-limit classification needs its body (`classifyNeedsBody`, the emoji create) reads it before
+ * counting, under a small cap (`CLASSIFIED_BODY_LIMIT`).
+ */
 export function mountRoutes(router: Router, routes: readonly AnyRoute[], deps: AppDeps): void {
   for (const route of orderRoutes(routes)) {
+    const bodyFirst = route.body !== undefined && classifyNeedsBody(route.method, route.path);
     const handler: RouterMiddleware = async (ctx) => {
+      const params = ctx.params as Record<string, string>;
+      if (!paramsValid(params, route.params)) {
+        ctx.params = {};
+        await notFoundFallback(deps)(ctx, async () => {});
+        return;
+      }
       ctx.state.routePattern = route.path;
       await resolveSession(ctx, deps);
+      let rawBody: unknown;
+      if (bodyFirst) {
+        rawBody = await readJsonBody(ctx, CLASSIFIED_BODY_LIMIT);
+        ctx.request.body = rawBody;
+      }
       countRequest(ctx, deps.limiter, route.path);
       const caller = await requireCaller(ctx, deps, route.auth);
       const requestId = ctx.state.requestId as string;
-      const body = validate(route.body, ctx.request.body ?? {}, 'body');
+      if (route.body !== undefined && rawBody === undefined) {
+        rawBody = await readJsonBody(ctx);
+        ctx.request.body = rawBody;
+      }
+      const body = validate(route.body, rawBody ?? {}, 'body');
       const query = validate(route.query, ctx.query, 'query');
       const reason = auditReason(ctx);
       const result = await route.handler({
@@ -142,7 +170,7 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[], deps: A
         deps,
         body,
         query,
-        params: ctx.params as Record<string, string>,
+        params,
         caller: caller as Caller,
         requestId,
         meta: { actor: caller?.userId ?? null, requestId, ...(reason !== undefined ? { reason } : {}) },
@@ -203,15 +231,6 @@ export function createApiApp(deps: AppDeps, routes: readonly AnyRoute[]): Koa {
   app.use(rateLimitHeaders(deps.limiter));
   app.use(errorRenderer(() => deps.readModels.serving(true)));
   app.use(corsMiddleware());
-  app.use(
-    bodyParser({
-      enableTypes: ['json'],
-      detectJSON: () => true,
-      jsonLimit: '1mb',
-      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
-      encoding: 'utf-8',
-    }),
-  );
   app.use(servingCheck(deps, ALWAYS_SERVED));
   app.use(router.routes());
   app.use(notFoundFallback(deps));

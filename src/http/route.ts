@@ -7,6 +7,7 @@ import type Koa from 'koa';
 import type { z } from 'zod';
 import type { CommandMeta } from '../commands.ts';
 import type { AppDeps } from './deps.ts';
+import type { ParamForm } from './params.ts';
 
 /** HTTP methods the API uses. */
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -47,8 +48,16 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * `user`: a session whose account has completed onboarding (everything else).
    */
   auth: 'none' | 'session' | 'user';
-  /** Strict body schema (unknown fields → 400 FailedValidation naming them). */
+  /**
+   * Strict body schema (unknown fields → 400 FailedValidation naming them). Only a route with a body schema
+   * reads the request body (after its rate limit was counted).
+   */
   body?: z.ZodType<B>;
+  /**
+   * Forms of path parameters that differ from the default (`src/http/params.ts`: `id` and `*_id` are ULIDs,
+   * anything else bounded text); a value not of its form is 404 NotFound before anything is looked up.
+   */
+  params?: Readonly<Record<string, ParamForm>>;
   /** Query schema (strings; stoat.js appends `?` and sends booleans as strings). */
   query?: z.ZodType<Q>;
   /** The permission bits this route may check (documentation; the authorization suite reads it). */

@@ -10,6 +10,7 @@ import { parsePermissionValue } from '../permissions/bits.ts';
 import { FieldsChannel, FieldsMember, FieldsRole, FieldsServer } from '../domain/models.ts';
 import { codepoints } from '../text.ts';
 import { describeIssues } from './app.ts';
+import { setOwn } from '../own.ts';
 
 /** Server, channel, role, category names and nicknames: 1–32 code points. */
 export const name32 = codepoints(1, 32);
@@ -57,6 +58,6 @@ export const removeMember = z.array(FieldsMember).max(16);
 /** Drops null and undefined values (Revolt's `Option` fields: null means "not given"). */
 export function defined<T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Exclude<T[K], null | undefined> } {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(o)) if (v !== null && v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(o)) if (v !== null && v !== undefined) setOwn(out, k, v);
   return out as { [K in keyof T]?: Exclude<T[K], null | undefined> };
 }

@@ -12,6 +12,7 @@ import { errorRenderer } from '../http/middleware/errors.ts';
 import { closeUnreadRequests } from '../http/middleware/linger.ts';
 import { countRequest, rateLimitHeaders } from '../http/middleware/rateLimit.ts';
 import type { MediaDeps } from './deps.ts';
+import { paramsValid } from '../http/params.ts';
 import { mediaRoutes } from './routes/index.ts';
 
 /** Builds the media app. */
@@ -21,6 +22,11 @@ export function createMediaApp(deps: MediaDeps): Koa {
   const router = new Router();
   for (const route of mediaRoutes(deps)) {
     router.register(route.path, [route.method], async (ctx) => {
+      if (!paramsValid(ctx.params as Record<string, string>, route.params)) {
+        ctx.params = {};
+        await notFoundFallback(deps)(ctx, async () => {});
+        return;
+      }
       ctx.state.routePattern = route.path;
       await resolveSession(ctx, deps);
       if (route.counted) countRequest(ctx, deps.limiter, route.path);

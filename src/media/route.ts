@@ -6,6 +6,7 @@
 import type Koa from 'koa';
 import type { Caller } from '../http/route.ts';
 import type { MediaDeps } from './deps.ts';
+import type { ParamForm } from '../http/params.ts';
 
 /** One media endpoint. */
 export interface MediaRoute {
@@ -14,6 +15,8 @@ export interface MediaRoute {
   path: string;
   /** `none`: anyone; `user`: an onboarded user's session (`X-Session-Token`). */
   auth: 'none' | 'user';
+  /** Forms of path parameters other than the default (`src/http/params.ts`); a malformed one is 404. */
+  params?: Readonly<Record<string, ParamForm>>;
   /** Whether the request is counted in its rate-limit bucket (the headers are sent either way). */
   counted: boolean;
   /** Answers the request (sets status, headers and body itself). */

@@ -5,6 +5,7 @@
  */
 import { AppError } from '../errors.ts';
 import { ALLOW_IN_TIMEOUT, GRANT_ALL_SAFE, Permission, permissionName } from './bits.ts';
+import { own } from '../own.ts';
 
 /** An allow/deny pair, applied as `(value | allow) & ~deny`. */
 export interface Override {
@@ -103,7 +104,7 @@ export function channelPermissions(subject: PermissionSubject, channel: ChannelO
   for (const role of roles) {
     // hasOwn: a role id such as "constructor" must not pick up Object.prototype members.
     if (Object.hasOwn(channel.channelRoleOverrides, role.id)) {
-      const override = channel.channelRoleOverrides[role.id];
+      const override = own(channel.channelRoleOverrides, role.id);
       if (override !== undefined) value = applyOverride(value, override);
     }
   }

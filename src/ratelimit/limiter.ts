@@ -25,6 +25,8 @@
  * | media server uploads (the caller passes the concrete `/attachments`, `/icons`, …) | `catch-all` | 20 | `POST /attachments` … |
  */
 
+import { createHash } from 'node:crypto';
+
 /** Length of one window in milliseconds. */
 export const WINDOW_MS = 10_000;
 
@@ -150,6 +152,14 @@ export class RateLimiter {
     return this.current.size + this.previous.size;
   }
 
+  /** Characters of all counter keys held; for tests (bounded however long the ids a client sends). */
+  keyChars(): number {
+    let n = 0;
+    for (const k of this.current.keys()) n += k.length;
+    for (const k of this.previous.keys()) n += k.length;
+    return n;
+  }
+
   private rotate(now: number): void {
     const elapsed = now - this.rotatedAt;
     if (elapsed < WINDOW_MS) return;
@@ -160,9 +170,27 @@ export class RateLimiter {
   }
 }
 
+/** Longest caller or resource kept verbatim in a counter key; longer ones are replaced by their SHA-256. */
+export const MAX_KEY_PART_LENGTH = 64;
+
+/** A bounded form of a key part: itself when short, else `#` and its SHA-256 (so memory per counter is bounded). */
+export function boundedKeyPart(part: string): string {
+  return part.length <= MAX_KEY_PART_LENGTH ? part : `#${createHash('sha256').update(part).digest('base64url')}`;
+}
+
 /** Injective string key: the caller is length-prefixed, bucket names never contain NUL. */
 function counterKey(caller: string, bucket: Bucket, resource: string): string {
-  return `${caller.length}:${caller}${bucket}\u0000${resource}`;
+  const c = boundedKeyPart(caller);
+  return `${c.length}:${c}${bucket}\u0000${boundedKeyPart(resource)}`;
+}
+
+/**
+ * Whether the classification of a route depends on its body (`PUT /custom/emoji/:id`, keyed by its
+ * `parent`): the API reads such a body (bounded) before counting; every other route is counted first.
+ */
+export function classifyNeedsBody(method: string, pattern: string): boolean {
+  const path = pattern.startsWith('/0.8/') ? pattern.slice(4) : pattern;
+  return method.toUpperCase() === 'PUT' && path.startsWith('/custom/emoji/:') && path.split('/').length === 4;
 }
 
 // Longer than any id this service issues (ULIDs are 26 characters): such a body has no readable parent, and

@@ -44,6 +44,11 @@ export const genKeys = {
   store: 'store',
   /** Set once partition i of n has caught up with the log in this generation. */
   caughtUp: (partitions: number, i: number) => `ready:${partitions}:${i}`,
+  /**
+   * Hash position → JSON `{eventId, position, type, stream, partition, projection, error, at}` of the events
+   * partition i of n quarantined in this generation (a projection threw on them; `projections/quarantine.ts`).
+   */
+  quarantine: (partitions: number, i: number) => `quarantine:${partitions}:${i}`,
 };
 
 /**
@@ -66,6 +71,11 @@ export const rm = {
   serverMembers: (serverId: string) => `server:${serverId}:members`,
   /** Hash user id → ServerBan JSON (projection `servers`). */
   serverBans: (serverId: string) => `server:${serverId}:bans`,
+  /**
+   * Hash user id → `{timeout?, can_publish?, can_receive?}` of members who left while moderated (projection
+   * `servers`); a rejoin carries it back in its `MemberJoined` (moderation survives leave and rejoin).
+   */
+  serverDeparted: (serverId: string) => `server:${serverId}:departed`,
   /** Set of the server's invite codes (projection `servers`). */
   serverInvites: (serverId: string) => `server:${serverId}:invites`,
   /** Invite JSON by code (projection `servers`; written by the partition of the invite's server). */

@@ -2,6 +2,7 @@
 import { AppError } from '../../errors.ts';
 import type { DomainEvent } from '../events.ts';
 import type { AccountState } from './state.ts';
+import { own } from '../../own.ts';
 
 /** Lockout after the n-th consecutive failure (Revolt: 3rd → 1 min, 4th → 5 min, 5th and later → 1 h). */
 export function lockoutMs(attempts: number): number | null {
@@ -42,7 +43,7 @@ export function decideLogin(state: AccountState, ctx: LoginContext): { events: D
 
 /** Revokes one session; an unknown id is 404 NotFound. */
 export function decideRevokeSession(state: AccountState, sessionId: string): DomainEvent[] {
-  if (!state.sessions[sessionId]) throw new AppError({ type: 'NotFound' });
+  if (!own(state.sessions, sessionId)) throw new AppError({ type: 'NotFound' });
   return [{ type: 'SessionRevoked', data: { sessionId } }];
 }
 

@@ -1,6 +1,7 @@
 /** The account aggregate's state (one `evolve`), kept as the read model `account:<id>`. */
 import type { FileObject } from '../shared.ts';
 import type { DomainEvent } from '../events.ts';
+import { own } from '../../own.ts';
 
 /** Account state: credentials, lockout, sessions and the user profile once onboarded. */
 export interface AccountState {
@@ -102,7 +103,7 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
       s.sessions = { ...s.sessions, [e.data.sessionId]: { name: e.data.name, tokenHash: e.data.tokenHash } };
       return s;
     case 'SessionRenamed': {
-      const cur = s.sessions[e.data.sessionId];
+      const cur = own(s.sessions, e.data.sessionId);
       if (cur) s.sessions = { ...s.sessions, [e.data.sessionId]: { ...cur, name: e.data.name } };
       return s;
     }

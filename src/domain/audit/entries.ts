@@ -38,6 +38,7 @@ import { evolveChannel, type ChannelState } from '../channel/state.ts';
 import type { EmojiObject, InviteObject, MemberObject, RoleObject, ServerBanObject } from '../models.ts';
 import { evolveMessage, type MessageState } from '../message/state.ts';
 import { evolveMember, evolveServer, type ServerState } from '../server/state.ts';
+import { own, setOwn } from '../../own.ts';
 
 /** Every action an entry can record (the `action` query filter accepts exactly these). */
 export const AUDIT_ACTIONS = [
@@ -328,7 +329,7 @@ function emojiFields(e: EmojiObject): Fields {
 /** The reactions of the given emoji (all of them when `emojis` is undefined), as `{emoji: user ids}`. */
 function reactionsOf(m: MessageState, emojis?: string[]): Record<string, string[]> {
   const out: Record<string, string[]> = {};
-  for (const [emoji, users] of Object.entries(m.reactions ?? {})) if (!emojis || emojis.includes(emoji)) out[emoji] = users;
+  for (const [emoji, users] of Object.entries(m.reactions ?? {})) if (!emojis || emojis.includes(emoji)) setOwn(out, emoji, users);
   return out;
 }
 
@@ -394,7 +395,7 @@ export function auditEntryOf(e: StoredEvent, facts: AuditFacts): AuditEntry | nu
       return entry(
         'ChannelRolePermissionsEdit',
         target,
-        diff({ permissions: before.role_permissions?.[roleId] }, { permissions: after.role_permissions?.[roleId] }, ['permissions']),
+        diff({ permissions: own(before.role_permissions, roleId) }, { permissions: own(after.role_permissions, roleId) }, ['permissions']),
         { role: roleId },
       );
     }
@@ -404,7 +405,7 @@ export function auditEntryOf(e: StoredEvent, facts: AuditFacts): AuditEntry | nu
     case 'RolePermissionsSet': {
       const before = Object.hasOwn(server.roles, e.data.roleId) ? server.roles[e.data.roleId] : undefined;
       if (!before) return null;
-      const after = evolveServer(server, e, e.revision)!.roles[e.data.roleId]!;
+      const after = own(evolveServer(server, e, e.revision)!.roles, e.data.roleId)!;
       const target = { type: 'Role', id: e.data.roleId } as const;
       if (e.type === 'RolePermissionsSet') return entry('RolePermissionsEdit', target, diff(roleFields(before), roleFields(after), ['permissions']));
       return entry('RoleEdit', target, diff(roleFields(before), roleFields(after), edited(ROLE_FIELDS, e.data.data, e.data.remove, ROLE_REMOVE)));

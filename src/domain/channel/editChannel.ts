@@ -1,7 +1,8 @@
 /** EditChannel: PATCH /channels/:id of a server channel (reference §3.6). */
 import { AppError } from '../../errors.ts';
 import { Permission } from '../../permissions/bits.ts';
-import { require as requirePermission } from '../../permissions/calculate.ts';
+import { require as requirePermission, requireCanGrant } from '../../permissions/calculate.ts';
+import { toOverride } from '../server/permissions.ts';
 import type { CallerContext } from '../server/caller.ts';
 import type { DomainEvent } from '../events.ts';
 import type { FileObject } from '../shared.ts';
@@ -28,7 +29,7 @@ export interface EditChannelContext extends CallerContext {
   voiceEnabled: boolean;
 }
 
-/** ManageChannel; an empty edit changes nothing; `owner` → InvalidOperation; voice settings need voice enabled (FeatureDisabled). */
+/** ManageChannel (and, to remove the default-permission override, what setting it needs: ManagePermissions and every bit it un-denies); an empty edit changes nothing; `owner` → InvalidOperation; voice settings need voice enabled (FeatureDisabled). */
 export function decideEditChannel(cmd: EditChannel, channel: ChannelState, ctx: EditChannelContext): DomainEvent[] {
   requirePermission(ctx.caller.permissions, Permission.ManageChannel);
   const data: Extract<DomainEvent, { type: 'ChannelEdited' }>['data']['data'] = {};
@@ -40,5 +41,11 @@ export function decideEditChannel(cmd: EditChannel, channel: ChannelState, ctx: 
   if (Object.keys(data).length === 0 && cmd.owner === undefined && cmd.remove.length === 0) return [];
   if (cmd.owner !== undefined) throw new AppError({ type: 'InvalidOperation' });
   if (data.voice !== undefined && !ctx.voiceEnabled) throw new AppError({ type: 'FeatureDisabled', feature: 'voice' });
+  if (cmd.remove.includes('DefaultPermissions') && channel.default_permissions) {
+    // Removing the default override is setting it to nothing: it needs what setting it needs (a deny the
+    // caller could not set, e.g. a hidden channel's ViewChannel, cannot be lifted by ManageChannel alone).
+    requirePermission(ctx.caller.permissions, Permission.ManagePermissions);
+    requireCanGrant(ctx.caller.permissions, toOverride(channel.default_permissions), { allow: 0n, deny: 0n });
+  }
   return [{ type: 'ChannelEdited', data: { channelId: channel._id, data, remove: [...new Set(cmd.remove)] } }];
 }

@@ -5,6 +5,7 @@ import { require as requirePermission } from '../../permissions/calculate.ts';
 import { isUlid, ulidTime } from '../../ids.ts';
 import type { DomainEvent } from '../events.ts';
 import type { MessageState } from './state.ts';
+import { own } from '../../own.ts';
 
 /** Most ids in one bulk delete. */
 export const BULK_DELETE_MAX = 100;
@@ -49,12 +50,12 @@ export function decideBulkDelete(
     if (!isUlid(id) || ulidTime(id) < ctx.nowMs - BULK_DELETE_MAX_AGE_MS) throw new AppError({ type: 'InvalidOperation' });
   }
   const found = [...new Set(ids)].filter((id) => {
-    const m = messages[id];
+    const m = own(messages, id);
     return m !== null && m !== undefined && m.channel === ctx.channelId;
   });
   return found.map((id, i) => ({
     messageId: id,
-    expected: messages[id]!.revision,
+    expected: own(messages, id)!.revision,
     events: [
       {
         type: 'MessageDeleted',

@@ -6,6 +6,7 @@ import type { DomainEvent } from '../events.ts';
 import type { FileObject } from '../shared.ts';
 import { MESSAGE_LIMITS, bodyLength, toTextEmbed, type SendableEmbed } from './sendMessage.ts';
 import type { MessageState } from './state.ts';
+import { own } from '../../own.ts';
 
 /** Input of EditMessage: the new content and/or embeds (absent = unchanged). */
 export interface EditMessage {
@@ -54,7 +55,7 @@ export function decideEditMessage(cmd: EditMessage, message: MessageState, ctx: 
   if (cmd.embeds !== undefined) {
     data.embeds = cmd.embeds.map((e) =>
       toTextEmbed(e, (id) => {
-        const f = ctx.files[id];
+        const f = own(ctx.files, id);
         if (!f) throw new AppError({ type: 'NotFound' });
         return f;
       }),

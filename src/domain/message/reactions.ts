@@ -10,6 +10,7 @@ import type { DomainEvent } from '../events.ts';
 import { emojiKind } from './emoji.ts';
 import { MESSAGE_LIMITS } from './sendMessage.ts';
 import type { MessageState } from './state.ts';
+import { own } from '../../own.ts';
 
 /** Context of a reaction command. */
 export interface ReactionContext {
@@ -37,7 +38,7 @@ export function decideReact(message: MessageState, emoji: string, ctx: ReactionC
   if (message.interactions?.restrict_reactions && !(message.interactions.reactions ?? []).includes(emoji)) {
     throw new AppError({ type: 'InvalidOperation' });
   }
-  const users = message.reactions?.[emoji];
+  const users = own(message.reactions, emoji);
   if (users?.includes(ctx.userId)) return [];
   if (users === undefined && Object.keys(message.reactions ?? {}).length >= MESSAGE_LIMITS.reactions) {
     throw new AppError({ type: 'InvalidOperation' });
@@ -61,7 +62,7 @@ export interface Unreact {
 export function decideUnreact(message: MessageState, cmd: Unreact, ctx: Omit<ReactionContext, 'emojis'>): DomainEvent[] {
   requireAll(ctx.permissions, Permission.ViewChannel, Permission.React);
   if (cmd.userId !== undefined || cmd.removeAll) requirePermission(ctx.permissions, Permission.ManageMessages);
-  const users = message.reactions?.[cmd.emoji];
+  const users = own(message.reactions, cmd.emoji);
   if (cmd.removeAll) return users ? [{ type: 'MessageReactionRemoved', data: { channel: message.channel, emoji: cmd.emoji } }] : [];
   const target = cmd.userId ?? ctx.userId;
   if (!users?.includes(target)) throw new AppError({ type: 'NotFound' });

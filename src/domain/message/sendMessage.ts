@@ -17,6 +17,7 @@ import type { FileObject } from '../shared.ts';
 import { emojiKind } from './emoji.ts';
 import type { InteractionsObject, MasqueradeObject, MessageObject, TextEmbedObject } from './events.ts';
 import { parseMentions } from './mentions.ts';
+import { own } from '../../own.ts';
 
 /** The message limits (spec "Limits"; reference §3.7). */
 export const MESSAGE_LIMITS = {
@@ -195,7 +196,7 @@ export function decideSendMessage(cmd: SendMessage, facts: SendFacts): DomainEve
   const mentioned = [...parsed.users];
   for (const r of cmd.replies) {
     if (replies.includes(r.id)) continue;
-    const target = facts.replies[r.id];
+    const target = own(facts.replies, r.id);
     if (target === null || target === undefined) {
       if (r.fail_if_not_exists === false) continue;
       throw new AppError({ type: 'NotFound' });
@@ -203,10 +204,10 @@ export function decideSendMessage(cmd: SendMessage, facts: SendFacts): DomainEve
     replies.push(r.id);
     if (r.mention && !mentioned.includes(target.author)) mentioned.push(target.author);
   }
-  const mentions = mentioned.filter((id) => facts.canView[id] === true);
+  const mentions = mentioned.filter((id) => own(facts.canView, id) === true);
 
   const file = (id: string): FileObject => {
-    const f = facts.files[id];
+    const f = own(facts.files, id);
     if (!f) throw new AppError({ type: 'NotFound' });
     return f;
   };

@@ -5,6 +5,7 @@
  */
 import type { DomainEvent } from '../events.ts';
 import type { MessageObject } from './events.ts';
+import { own, setOwn } from '../../own.ts';
 
 /** A stored message: Revolt's Message without `user`/`member`, plus the stream revision. */
 export type MessageState = MessageObject & {
@@ -30,13 +31,13 @@ export function evolveMessage(state: MessageState | null, e: DomainEvent, revisi
       s.edited = e.data.edited;
       return s;
     case 'MessageReacted': {
-      const users = s.reactions?.[e.data.emoji] ?? [];
+      const users = own(s.reactions, e.data.emoji) ?? [];
       if (users.includes(e.data.userId)) return s;
       s.reactions = { ...(s.reactions ?? {}), [e.data.emoji]: [...users, e.data.userId] };
       return s;
     }
     case 'MessageUnreacted': {
-      const users = s.reactions?.[e.data.emoji];
+      const users = own(s.reactions, e.data.emoji);
       if (!users) return s;
       return withReaction(s, e.data.emoji, users.filter((u) => u !== e.data.userId));
     }
@@ -62,8 +63,8 @@ export function evolveMessage(state: MessageState | null, e: DomainEvent, revisi
 function withReaction(s: MessageState, emoji: string, users: string[]): MessageState {
   const reactions: Record<string, string[]> = {};
   for (const [k, v] of Object.entries(s.reactions ?? {})) {
-    if (k !== emoji) reactions[k] = v;
-    else if (users.length > 0) reactions[k] = users;
+    if (k !== emoji) setOwn(reactions, k, v);
+    else if (users.length > 0) setOwn(reactions, k, users);
   }
   if (Object.keys(reactions).length > 0) s.reactions = reactions;
   else delete s.reactions;

@@ -14,6 +14,7 @@ import {
 } from '../../permissions/calculate.ts';
 import type { MemberObject, OverrideField, ServerChannelObject } from '../models.ts';
 import type { ServerState } from './state.ts';
+import { setOwn } from '../../own.ts';
 
 /** A stored `{a, d}` as an engine override. */
 export function toOverride(field: OverrideField): Override {
@@ -57,7 +58,7 @@ export function permissionSubject(server: ServerState, userId: string, member: M
 /** The overrides of a server channel, for the engine. */
 export function channelOverrides(channel: Pick<ServerChannelObject, 'default_permissions' | 'role_permissions'>): ChannelOverrides {
   const roleOverrides: Record<string, Override> = {};
-  for (const [id, o] of Object.entries(channel.role_permissions ?? {})) roleOverrides[id] = toOverride(o);
+  for (const [id, o] of Object.entries(channel.role_permissions ?? {})) setOwn(roleOverrides, id, toOverride(o));
   return {
     channelDefault: channel.default_permissions ? toOverride(channel.default_permissions) : undefined,
     channelRoleOverrides: roleOverrides,

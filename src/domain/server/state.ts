@@ -6,6 +6,7 @@
 import type { DomainEvent } from '../events.ts';
 import type { FileObject } from '../shared.ts';
 import type { CategoryObject, MemberObject, RoleObject, ServerBanObject, SystemMessagesObject } from '../models.ts';
+import { own, setOwn } from '../../own.ts';
 
 /** The stored server: Revolt's Server (reference §8) plus the revision of `server-<id>` it reflects. */
 export interface ServerState {
@@ -93,7 +94,7 @@ export function evolveServer(state: ServerState | null, e: DomainEvent, revision
       s.roles = { ...s.roles, [e.data.roleId]: e.data.role };
       return s;
     case 'RoleEdited': {
-      const cur = s.roles[e.data.roleId];
+      const cur = own(s.roles, e.data.roleId);
       if (!cur) return s;
       const role: RoleObject = { ...cur };
       if (e.data.remove.includes('Colour')) delete role.colour;
@@ -107,7 +108,7 @@ export function evolveServer(state: ServerState | null, e: DomainEvent, revision
       return s;
     }
     case 'RolePermissionsSet': {
-      const cur = s.roles[e.data.roleId];
+      const cur = own(s.roles, e.data.roleId);
       if (cur) s.roles = { ...s.roles, [e.data.roleId]: { ...cur, permissions: e.data.permissions } };
       return s;
     }
@@ -128,8 +129,8 @@ export function evolveServer(state: ServerState | null, e: DomainEvent, revision
     case 'RoleRanksSet': {
       const roles: Record<string, RoleObject> = { ...s.roles };
       e.data.ranks.forEach((id, rank) => {
-        const cur = roles[id];
-        if (cur) roles[id] = { ...cur, rank };
+        const cur = own(roles, id);
+        if (cur) setOwn(roles, id, { ...cur, rank });
       });
       s.roles = roles;
       return s;
@@ -146,7 +147,7 @@ function withoutChannel(s: ServerState, channelId: string): ServerState {
   if (s.system_messages) {
     const sm: SystemMessagesObject = {};
     for (const [k, v] of Object.entries(s.system_messages) as Array<[keyof SystemMessagesObject, string]>) {
-      if (v !== channelId) sm[k] = v;
+      if (v !== channelId) setOwn(sm, k, v);
     }
     s.system_messages = sm;
   }
@@ -220,15 +221,15 @@ export function evolveView(view: ServerView | null, e: DomainEvent, revision: nu
   const members = { ...(view?.members ?? {}) };
   const bans = { ...(view?.bans ?? {}) };
   if (e.type === 'RoleDeleted') {
-    for (const [id, m] of Object.entries(members)) members[id] = evolveMember(m, e)!;
+    for (const [id, m] of Object.entries(members)) setOwn(members, id, evolveMember(m, e)!);
   }
   const userId = memberEventUser(e);
   if (userId !== undefined) {
-    const m = evolveMember(members[userId] ?? null, e);
-    if (m) members[userId] = m;
+    const m = evolveMember(own(members, userId) ?? null, e);
+    if (m) setOwn(members, userId, m);
     else delete members[userId];
     if (e.type === 'UserBanned') {
-      bans[userId] = { _id: { server: server._id, user: userId }, ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}) };
+      setOwn(bans, userId, { _id: { server: server._id, user: userId }, ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}) });
     }
     if (e.type === 'UserUnbanned') delete bans[userId];
   }

@@ -8,6 +8,7 @@ const route: MediaRoute = {
   path: '/:tag/:id/:filename',
   auth: 'none',
   counted: false,
+  params: { id: 'file' },
   async handle(ctx, deps) {
     const { file } = await servableFile(deps, ctx.params.tag, ctx.params.id);
     const asked = ctx.params.filename;

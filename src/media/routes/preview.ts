@@ -7,6 +7,7 @@ const route: MediaRoute = {
   path: '/:tag/:id',
   auth: 'none',
   counted: false,
+  params: { id: 'file' },
   async handle(ctx, deps) {
     const record = await servableFile(deps, ctx.params.tag, ctx.params.id);
     const { file } = record;

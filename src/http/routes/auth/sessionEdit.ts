@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
 import { defineRoute } from '../../route.ts';
 import { loadAccount } from './accountLoad.ts';
+import { own } from '../../../own.ts';
 
 export default defineRoute({
   method: 'PATCH',
@@ -14,7 +15,7 @@ export default defineRoute({
     const sessionId = params.session_id!;
     await deps.executor.execute(meta, [stream], async () => {
       const state = await loadAccount(deps, caller.userId);
-      if (!state.sessions[sessionId]) throw new AppError({ type: 'NotFound' });
+      if (!own(state.sessions, sessionId)) throw new AppError({ type: 'NotFound' });
       return {
         writes: [{ stream, scope: caller.userId, expected: state.revision, events: [{ type: 'SessionRenamed', data: { sessionId, name: body.friendly_name } }] }],
         result: undefined,

@@ -2,7 +2,7 @@
 import { AppError } from '../../../errors.ts';
 import { loadMember, loadServer, visibleChannels } from '../../../access.ts';
 import type { ServerBanObject } from '../../../domain/models.ts';
-import { decideJoinServer } from '../../../domain/server/joinServer.ts';
+import { decideJoinServer, type Moderation } from '../../../domain/server/joinServer.ts';
 import { presentServer } from '../../../domain/server/state.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { serverStream } from '../../command.ts';
@@ -27,10 +27,11 @@ export default defineRoute({
       const member = await loadMember(deps, serverId, caller.userId);
       if (!member) await assertServerSlot(deps, caller.userId);
       const ban = await deps.readModels.hgetJson<ServerBanObject>(rm.serverBans(serverId), caller.userId);
+      const departed = await deps.readModels.hgetJson<Moderation>(rm.serverDeparted(serverId), caller.userId);
       const events = decideJoinServer(
         { userId: caller.userId, invite: invite._id },
         { server, members: member ? { [caller.userId]: member } : {}, bans: ban ? { [caller.userId]: ban } : {} },
-        { now: deps.executor.now() },
+        { now: deps.executor.now(), departed },
       );
       return { writes: [{ stream, scope: serverId, expected: server.revision, events }], result: undefined };
     });

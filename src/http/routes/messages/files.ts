@@ -6,6 +6,7 @@
  */
 import type { Write } from '../../../commands.ts';
 import { AppError } from '../../../errors.ts';
+import { setOwn } from '../../../own.ts';
 import type { FileObject } from '../../../domain/shared.ts';
 import { claimFile, fileStream, parseAvatarUrl, referenceFile } from '../../../files.ts';
 import type { AppDeps } from '../../deps.ts';
@@ -23,7 +24,7 @@ export async function claimAttachments(deps: AppDeps, fileIds: readonly string[]
     fileIds.map((fileId) => claimFile(deps, { fileId, tag: 'attachments', userId, usedFor: { type: 'Message', id: messageId } })),
   );
   const files: Record<string, FileObject> = {};
-  fileIds.forEach((id, i) => (files[id] = claims[i]!.file));
+  fileIds.forEach((id, i) => setOwn(files, id, claims[i]!.file));
   return { files, writes: claims.map((c) => c.write) };
 }
 

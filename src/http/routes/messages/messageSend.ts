@@ -22,6 +22,7 @@ import { claimAttachments, fileLocks, referenceAvatar } from './files.ts';
 import { currentMessage } from './present.ts';
 import { embedOf, SendBody } from './schemas.ts';
 import { loadAudience } from './audience.ts';
+import { own, setOwn } from '../../../own.ts';
 
 /** The `Idempotency-Key` header (undefined when absent; empty or over 64 characters → 400 FailedValidation). */
 function headerKey(rc: RouteContext<SendBody, undefined>): string | undefined {
@@ -43,12 +44,12 @@ async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Pr
     const replyIds = [...new Set(cmd.replies.map((r) => r.id))];
     const targets = await loadMessages(deps.readModels, cmd.channelId, replyIds);
     const replies: Record<string, { author: string } | null> = {};
-    replyIds.forEach((id, i) => (replies[id] = targets[i] ? { author: targets[i]!.author } : null));
+    replyIds.forEach((id, i) => setOwn(replies, id, targets[i] ? { author: targets[i]!.author } : null));
 
     // Mentions count only for members who can see the channel: the content's and the replied authors'.
     const parsed = cmd.content ? parseMentions(cmd.content) : undefined;
     const candidates = new Set(parsed?.users ?? []);
-    for (const r of cmd.replies) if (r.mention && replies[r.id]) candidates.add(replies[r.id]!.author);
+    for (const r of cmd.replies) if (r.mention && own(replies, r.id)) candidates.add(own(replies, r.id)!.author);
     const ids = [...candidates];
     const canView: Record<string, boolean> = {};
     if (access.kind === 'server') {
@@ -56,12 +57,12 @@ async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Pr
       const now = deps.now();
       ids.forEach((id, i) => {
         const m = members[i];
-        canView[id] = m !== null && m !== undefined && has(channelPermissionsOf(access.server, id, m, access.channel, now), Permission.ViewChannel);
+        setOwn(canView, id, m !== null && m !== undefined && has(channelPermissionsOf(access.server, id, m, access.channel, now), Permission.ViewChannel));
       });
     } else {
       // In a private channel the recipients see everything.
       const recipients = new Set(recipientsOf(access.channel));
-      for (const id of ids) canView[id] = recipients.has(id);
+      for (const id of ids) setOwn(canView, id, recipients.has(id));
     }
 
     const events = decideSendMessage(cmd, {

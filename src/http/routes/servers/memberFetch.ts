@@ -5,6 +5,7 @@ import { loadMember, serverAccess } from '../../../access.ts';
 import type { RoleObject } from '../../../domain/models.ts';
 import { queryBool } from '../../query.ts';
 import { defineRoute } from '../../route.ts';
+import { setOwn } from '../../../own.ts';
 
 export default defineRoute({
   method: 'GET',
@@ -18,7 +19,7 @@ export default defineRoute({
     if (!member) throw new AppError({ type: 'NotFound' });
     if (!query.roles) return member;
     const roles: Record<string, RoleObject> = {};
-    for (const id of member.roles ?? []) if (Object.hasOwn(a.server.roles, id)) roles[id] = a.server.roles[id]!;
+    for (const id of member.roles ?? []) if (Object.hasOwn(a.server.roles, id)) setOwn(roles, id, a.server.roles[id]!);
     return { member, roles };
   },
 });

@@ -7,6 +7,7 @@ import { newId } from '../../../ids.ts';
 import { onServer } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { colour, name32 } from '../../schemas.ts';
+import { own } from '../../../own.ts';
 
 /** Most roles per server (spec "Limits"). */
 export const ROLE_LIMIT = 200;
@@ -34,7 +35,7 @@ export default defineRoute({
         { caller: callerFromServer(a, rc.caller.userId), roleLimit: ROLE_LIMIT },
       ),
     );
-    const role = (await loadServer(deps, serverId))?.roles[roleId];
+    const role = own((await loadServer(deps, serverId))?.roles, roleId);
     if (!role) throw new AppError({ type: 'NotFound' });
     return { id: roleId, role };
   },

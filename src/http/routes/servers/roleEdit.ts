@@ -7,6 +7,7 @@ import { FileClaims, fileLocks } from '../../../files.ts';
 import { onServer } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { colour, idString, name32, removeRole } from '../../schemas.ts';
+import { own } from '../../../own.ts';
 
 export default defineRoute({
   method: 'PATCH',
@@ -42,7 +43,7 @@ export default defineRoute({
       },
       { lock: fileLocks(body.icon) },
     );
-    const role = (await loadServer(deps, serverId))?.roles[roleId];
+    const role = own((await loadServer(deps, serverId))?.roles, roleId);
     if (!role) throw new AppError({ type: 'NotFound' });
     return role;
   },

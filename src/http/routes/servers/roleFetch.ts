@@ -2,6 +2,7 @@
 import { AppError } from '../../../errors.ts';
 import { serverAccess } from '../../../access.ts';
 import { defineRoute } from '../../route.ts';
+import { own } from '../../../own.ts';
 
 export default defineRoute({
   method: 'GET',
@@ -11,6 +12,6 @@ export default defineRoute({
     const a = await serverAccess(deps, params.server_id!, caller.userId);
     const id = params.role_id!;
     if (!Object.hasOwn(a.server.roles, id)) throw new AppError({ type: 'NotFound' });
-    return a.server.roles[id];
+    return own(a.server.roles, id);
   },
 });

@@ -16,10 +16,21 @@ export function presentSelf(state: AccountState): Record<string, unknown> {
   return { ...state.user, relationship: 'User', online: true };
 }
 
-/** Another user as seen by the caller (with the caller's relationship to them); an Invisible user is offline to everyone else. */
+/**
+ * A profile as others see it: an Invisible user's `status.presence` is left out (as Stoat does; others see
+ * them offline, never "Invisible"); an emptied status is left out too.
+ */
+export function profileForOthers<T extends { status?: { text?: string; presence?: string } | undefined }>(profile: T): T {
+  if (profile.status?.presence !== 'Invisible') return profile;
+  const { presence: _hidden, ...status } = profile.status;
+  const { status: _status, ...rest } = profile;
+  return (Object.keys(status).length > 0 ? { ...rest, status } : rest) as T;
+}
+
+/** Another user as seen by the caller; an Invisible user is offline to everyone else. */
 export function presentUser(profile: UserProfile, viewerId: string, online: boolean, relationship = 'None'): Record<string, unknown> {
   if (profile._id === viewerId) return { ...profile, relationship: 'User', online: true };
-  return { ...profile, relationship, online: online && profile.status?.presence !== 'Invisible' };
+  return { ...profileForOthers(profile), relationship, online: online && profile.status?.presence !== 'Invisible' };
 }
 
 /** Users as seen by the caller, with their presence (one Redis read for all of them); unknown ones left out. */
