@@ -11,6 +11,8 @@ export default defineRoute({
   method: 'POST',
   path: '/auth/account/verify/:code',
   auth: 'none',
+  // A mailed token (`<user id>.<random>`), not an invite code: a malformed one is the route's InvalidToken.
+  params: { code: 'text' },
   async handler({ deps, meta, params }) {
     const code = params.code!;
     const userId = code.length <= 128 ? tokenUserId(code) : null;
