@@ -15,6 +15,7 @@ import { partitionOf } from '../src/partition.ts';
 import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
 import { BatchTx, ValueCache } from './tx.ts';
 import type { Projection } from './types.ts';
+import { observeProjectorBatch } from '../src/metrics/registry.ts';
 
 /** Why a runner stopped on its own. */
 export type StopReason = 'checkpoint-lost' | 'error';
@@ -84,6 +85,11 @@ export class PartitionRunner {
   /** The last position committed by this runner. */
   get position(): bigint | undefined {
     return this.checkpoint;
+  }
+
+  /** True while this runner is rebuilding from zero (before it first caught up). */
+  get isRebuilding(): boolean {
+    return this.rebuilding;
   }
 
   /** Loads the checkpoint and starts following the log. */
@@ -176,6 +182,7 @@ export class PartitionRunner {
     if (failed) throw failed[0];
     this.checkpoint = position;
     tx.commitToCache();
+    observeProjectorBatch(this.o.partition, applied);
     const ctl = controlKeys(this.o.prefix);
     void r.publish(ctl.checkpointChannel, `${this.o.generation}:${this.o.partition}:${position}`).catch(() => {});
     this.o.onCommit?.(position, applied, seen);

@@ -106,6 +106,10 @@ const schema = z
     GATEWAY_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
     /** Milliseconds an API process's presence registration lives without renewal (renewed every third of it). */
     GATEWAY_PRESENCE_TTL_MS: z.coerce.number().int().min(300).max(600_000).default(30_000),
+    /** Port of `GET /metrics` (Prometheus); unset = no metrics listener at all. */
+    METRICS_PORT: port.optional(),
+    /** Address the metrics listener binds to (loopback unless the operator opens it on purpose). */
+    METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   })
   .superRefine((c, ctx) => {
     if (c.VOICE_ENABLED) {
@@ -175,6 +179,8 @@ export interface Config {
   inviteOnly: boolean;
   /** Events gateway: ping interval (ms), unsent-bytes limit per socket, time to authenticate (ms), presence TTL (ms). */
   gateway: { heartbeatMs: number; maxBufferedBytes: number; authTimeoutMs: number; presenceTtlMs: number };
+  /** `GET /metrics` listener: port (undefined = not served) and bind address. */
+  metrics: { port: number | undefined; host: string };
 }
 
 /** VOICE_ENABLED with its LiveKit server, or voice off. */
@@ -252,6 +258,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       authTimeoutMs: c.GATEWAY_AUTH_TIMEOUT_MS,
       presenceTtlMs: c.GATEWAY_PRESENCE_TTL_MS,
     },
+    metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
   };
 }
 

@@ -26,6 +26,8 @@ import { ReadModels } from './readmodel/reader.ts';
 import { Projector } from '../projections/projector.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import type { MediaWorkers } from '../workers/media/worker.ts';
+import { instrumentStore, trackProjector, trackQueue } from './metrics/registry.ts';
+import { startMetricsServer } from './metrics/server.ts';
 
 /** Extra wiring for tests and tools. */
 export interface ServiceOptions {
@@ -55,6 +57,10 @@ export interface Service {
   /** The events gateway on the API server (role `api`). */
   gateway: Gateway | undefined;
   mediaServer: Server | undefined;
+  /** The `GET /metrics` listener (only with METRICS_PORT). */
+  metricsServer: Server | undefined;
+  /** Base URL of the metrics listener (actual port), when it runs. */
+  metricsUrl: string | undefined;
   /** Base URL of the API (actual port). */
   apiUrl: string;
   /** Base URL of the media server (actual port). */
@@ -122,10 +128,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   subscriber.on('error', (err) => log.debug({ err: err.message }, 'redis subscriber error'));
 
   // Other processes announce SQLite commits so idle subscriptions here wake at once.
-  const store =
+  const rawStore =
     opts.store ?? (await openEventStore(config, (p) => void redis.publish(ctl.controlChannel, `commit:${p}`).catch(() => {})));
+  // Appends are timed and counted (eventstore_* metrics); everything else is the store itself.
+  const store = instrumentStore(rawStore);
   subscriber.on('message', (channel: string, message: string) => {
-    if (channel === ctl.controlChannel && message.startsWith('commit:') && store instanceof SqliteEventStore) store.wake();
+    if (channel === ctl.controlChannel && message.startsWith('commit:') && rawStore instanceof SqliteEventStore) rawStore.wake();
   });
 
   const readModels = new ReadModels({
@@ -165,6 +173,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     });
     await projector.start();
   }
+  const untrack: Array<() => void> = [];
+  if (projector) {
+    const p = projector;
+    untrack.push(trackProjector({ store, partitions: () => p.runnerStates() }));
+  }
 
   const blobs = new BlobStore(path.join(config.dataDir, 'files'));
 
@@ -183,6 +196,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const [{ UploadQueues }, { createMediaApp }] = await Promise.all([import('./media/uploads.ts'), import('./media/app.ts')]);
     uploads = new UploadQueues({ config, log, store, readModels, blobs });
     await uploads.start();
+    for (const [tag, queue] of uploads.queuesByTag()) untrack.push(trackQueue(`media-${tag}`, queue));
     mediaServer = await listen(createMediaApp({ ...deps, blobs, uploads }), config.mediaPort, config.host);
     // Node's own limit (300 s, answered in plain text) must not cut an upload before UPLOAD_BODY_TIMEOUT_MS
     // does (answered in JSON); its check runs every 30 s.
@@ -224,6 +238,15 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     log.info({ url: apiUrl }, 'api listening');
   }
 
+  let metricsServer: Server | undefined;
+  let metricsUrl: string | undefined;
+  if (config.metrics.port !== undefined) {
+    metricsServer = await startMetricsServer(config.metrics.port, config.metrics.host, log);
+    const port = (metricsServer.address() as { port: number }).port;
+    metricsUrl = `http://${config.metrics.host.includes(':') ? `[${config.metrics.host}]` : config.metrics.host}:${port}`;
+    log.info({ url: metricsUrl }, 'metrics listening');
+  }
+
   let stopping: Promise<void> | undefined;
   const service: Service = {
     config,
@@ -239,6 +262,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     apiServer,
     gateway,
     mediaServer,
+    metricsServer,
+    metricsUrl,
     apiUrl,
     mediaUrl,
     onStop: [],
@@ -248,14 +273,16 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         // The gateway closes its sockets (1001) while the servers stop accepting and drain: an open
         // WebSocket would otherwise keep the API server from closing.
         await Promise.all([service.gateway?.close(), closeServer(service.apiServer), closeServer(service.mediaServer)]);
+        for (const u of untrack) u();
         for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
         await uploads?.close();
         await mediaWorkers?.close();
         await projector?.stop();
         readModels.close();
+        await closeServer(service.metricsServer);
         subscriber.disconnect();
         await redis.quit().catch(() => redis.disconnect());
-        if (!opts.store) await store.close();
+        if (!opts.store) await rawStore.close();
       })());
     },
   };

@@ -20,6 +20,7 @@ import { errorRenderer } from './middleware/errors.ts';
 import { closeUnreadRequests } from './middleware/linger.ts';
 import { countRequest, RATE_LIMIT_HEADERS, rateLimitHeaders } from './middleware/rateLimit.ts';
 import { NO_CONTENT, type AnyRoute, type Caller } from './route.ts';
+import { httpMetrics } from '../metrics/http.ts';
 
 /** Paths answered even while the read models are rebuilding. */
 const ALWAYS_SERVED = new Set(['/', '/ping']);
@@ -198,6 +199,7 @@ export function createApiApp(deps: AppDeps, routes: readonly AnyRoute[]): Koa {
   const router = new Router();
   mountRoutes(router, routes, deps);
 
+  app.use(httpMetrics('api'));
   app.use(requestLog(deps));
   app.use(closeUnreadRequests());
   app.use(rateLimitHeaders(deps.limiter));
