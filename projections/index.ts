@@ -8,6 +8,7 @@ import { channelsProjection } from './channels.ts';
 import { emojisProjection } from './emojis.ts';
 import { filesProjection } from './files.ts';
 import { messagesProjection } from './messages.ts';
+import { moderationProjection } from './moderation.ts';
 import { serversProjection } from './servers.ts';
 import type { Projection } from './types.ts';
 
@@ -19,4 +20,5 @@ export const PROJECTIONS: readonly Projection[] = [
   filesProjection,
   emojisProjection,
   messagesProjection,
+  moderationProjection,
 ];

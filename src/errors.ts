@@ -67,7 +67,8 @@ export type ErrorBody =
   | { type: 'ShortPassword' }
   | { type: 'LockedOut' }
   | { type: 'IncorrectData'; with: string }
-  | { type: 'UnverifiedAccount' };
+  | { type: 'UnverifiedAccount' }
+  | { type: 'CannotReportYourself' };
 
 /** Name of every error type. */
 export type ErrorType = ErrorBody['type'];
@@ -137,6 +138,7 @@ export const ERROR_STATUS = {
   LockedOut: 403,
   IncorrectData: 400,
   UnverifiedAccount: 403,
+  CannotReportYourself: 400,
 } as const satisfies Record<ErrorType, number>;
 
 /** A typed failure. `status` overrides the table only where DESIGN §4 says so (503 for exhausted retries). */

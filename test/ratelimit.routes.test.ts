@@ -75,6 +75,16 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['PUT', '/custom/emoji/:emoji_id', 'servers', 'parent'],
   ['GET', '/custom/emoji/:emoji_id', 'catch-all', 'route'],
   ['DELETE', '/custom/emoji/:emoji_id', 'catch-all', 'route'],
+  ['POST', '/safety/report', 'catch-all', 'route'],
+  ['GET', '/admin/reports', 'catch-all', 'route'],
+  ['GET', '/admin/reports/:report_id', 'catch-all', 'route'],
+  ['PATCH', '/admin/reports/:report_id', 'catch-all', 'route'],
+  ['GET', '/admin/users/:user_id', 'catch-all', 'route'],
+  ['POST', '/admin/users/:user_id/suspend', 'catch-all', 'route'],
+  ['POST', '/admin/users/:user_id/ban', 'catch-all', 'route'],
+  ['POST', '/admin/users/:user_id/lift', 'catch-all', 'route'],
+  ['DELETE', '/admin/messages/:message_id', 'catch-all', 'route'],
+  ['GET', '/admin/audit', 'catch-all', 'route'],
 ];
 
 t.test('every registered route falls in its bucket, keyed as the table says', async (t) => {

@@ -11,6 +11,7 @@ import { channelEvents } from './channel/events.ts';
 import { messageEvents } from './message/events.ts';
 import { serverEvents } from './server/events.ts';
 import { fileEvents } from './file/events.ts';
+import { moderationEvents } from './moderation/events.ts';
 
 /** Every event schema by type name. Add an aggregate's schemas here. */
 export const EVENT_SCHEMAS = {
@@ -19,6 +20,7 @@ export const EVENT_SCHEMAS = {
   ...channelEvents,
   ...fileEvents,
   ...messageEvents,
+  ...moderationEvents,
 } as const satisfies Record<string, z.ZodType>;
 
 /** Name of every event type. */

@@ -107,4 +107,17 @@ export const rm = {
   emoji: (emojiId: string) => `emoji:${emojiId}`,
   /** Hash emoji id → Emoji JSON of a server's custom emoji (projection `emojis`). */
   serverEmojis: (serverId: string) => `server:${serverId}:emojis`,
+
+  /** Hash user id → InstanceRole JSON of the instance staff (projection `moderation`). */
+  instanceStaff: () => 'instance:staff',
+  /** ReportState JSON (projection `moderation`). */
+  report: (reportId: string) => `report:${reportId}`,
+  /** Sorted set (scores 0, members report ids = ULIDs) of every report, or of those with one status (projection `moderation`). */
+  reportIndex: (status?: string) => (status === undefined ? 'reports' : `reports:status:${status}`),
+  /** SanctionState JSON of an account (projection `moderation`, in the account's partition). */
+  sanction: (userId: string) => `sanction:${userId}`,
+  /** Hash entry key → InstanceAuditEntry JSON (projection `moderation`; written by several partitions, unique keys). */
+  instanceAudit: () => 'instance:audit',
+  /** Sorted set (scores 0, members `<ISO time>|<event id>`) of the instance audit log (projection `moderation`). */
+  instanceAuditIndex: () => 'instance:audit:index',
 };

@@ -9,5 +9,7 @@ import onboard from './onboard/index.ts';
 import root from './root/index.ts';
 import servers from './servers/index.ts';
 import users from './users/index.ts';
+import safety from './safety/index.ts';
+import admin from './admin/index.ts';
 
-export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis];
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...safety, ...admin];

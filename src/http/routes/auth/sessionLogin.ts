@@ -8,6 +8,7 @@ import type { AccountState } from '../../../domain/account/state.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { defineRoute } from '../../route.ts';
 import { normaliseEmail } from './accountCreate.ts';
+import { sanctionActive, type SanctionState } from '../../../domain/moderation/state.ts';
 
 const Body = z.strictObject({
   email: z.string().max(320),
@@ -38,6 +39,11 @@ export default defineRoute({
       if (!state) throw new AppError({ type: 'InvalidCredentials' });
       const passwordOk = await verifyPassword(body.password, state.passwordHash);
       const d = decideLogin(state, { now: deps.executor.now(), passwordOk, sessionId, tokenHash: hashToken(token), name });
+      // A suspended or banned account (instance moderation) opens no session: 403 LockedOut (the nearest type of
+      // Stoat's authentication errors), said only after the right password.
+      if (d.ok && sanctionActive(await deps.readModels.getJson<SanctionState>(rm.sanction(userId)), deps.now())) {
+        throw new AppError({ type: 'LockedOut' });
+      }
       return { writes: [{ stream, scope: userId, expected: state.revision, events: d.events }], result: d.ok };
     });
     if (!result) throw new AppError({ type: 'InvalidCredentials' });
