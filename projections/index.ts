@@ -9,6 +9,7 @@ import { emojisProjection } from './emojis.ts';
 import { filesProjection } from './files.ts';
 import { messagesProjection } from './messages.ts';
 import { moderationProjection } from './moderation.ts';
+import { voiceProjection } from './voice.ts';
 import { serversProjection } from './servers.ts';
 import type { Projection } from './types.ts';
 
@@ -21,4 +22,5 @@ export const PROJECTIONS: readonly Projection[] = [
   emojisProjection,
   messagesProjection,
   moderationProjection,
+  voiceProjection,
 ];

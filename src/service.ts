@@ -188,6 +188,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     mediaWorkers = startMediaWorkers({ config, log, store, blobs });
     log.info({ concurrency: config.mediaConcurrency, default: config.mediaConcurrencyDefault }, 'media workers started');
   }
+  let voiceEnforcer: { close(): Promise<void> } | undefined;
+  if (config.roles.includes('worker') && config.voice.enabled) {
+    const { startVoiceEnforcer } = await import('../workers/voice/enforcer.ts');
+    voiceEnforcer = await startVoiceEnforcer({ config, log, store, readModels, now });
+  }
 
   let mediaServer: Server | undefined;
   let uploads: UploadQueues | undefined;
@@ -277,6 +282,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
         await uploads?.close();
         await mediaWorkers?.close();
+        await voiceEnforcer?.close();
         await projector?.stop();
         readModels.close();
         await closeServer(service.metricsServer);

@@ -85,6 +85,7 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['POST', '/admin/users/:user_id/lift', 'catch-all', 'route'],
   ['DELETE', '/admin/messages/:message_id', 'catch-all', 'route'],
   ['GET', '/admin/audit', 'catch-all', 'route'],
+  ['POST', '/livekit/webhook', 'catch-all', 'route'],
 ];
 
 t.test('every registered route falls in its bucket, keyed as the table says', async (t) => {

@@ -12,6 +12,7 @@ import { messageEvents } from './message/events.ts';
 import { serverEvents } from './server/events.ts';
 import { fileEvents } from './file/events.ts';
 import { moderationEvents } from './moderation/events.ts';
+import { voiceEvents } from './voice/events.ts';
 
 /** Every event schema by type name. Add an aggregate's schemas here. */
 export const EVENT_SCHEMAS = {
@@ -21,6 +22,7 @@ export const EVENT_SCHEMAS = {
   ...fileEvents,
   ...messageEvents,
   ...moderationEvents,
+  ...voiceEvents,
 } as const satisfies Record<string, z.ZodType>;
 
 /** Name of every event type. */

@@ -132,7 +132,7 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[], deps: A
     const handler: RouterMiddleware = async (ctx) => {
       ctx.state.routePattern = route.path;
       await resolveSession(ctx, deps);
-      countRequest(ctx, deps.limiter, route.path);
+      if (!(route.unmetered && (await route.unmetered(ctx, deps)))) countRequest(ctx, deps.limiter, route.path);
       const caller = await requireCaller(ctx, deps, route.auth);
       const requestId = ctx.state.requestId as string;
       const body = validate(route.body, ctx.request.body ?? {}, 'body');

@@ -120,4 +120,7 @@ export const rm = {
   instanceAudit: () => 'instance:audit',
   /** Sorted set (scores 0, members `<ISO time>|<event id>`) of the instance audit log (projection `moderation`). */
   instanceAuditIndex: () => 'instance:audit:index',
+
+  /** ServerVoiceState JSON: who is in which voice channel of the server, with the `voice-<id>` revision (projection `voice`). */
+  serverVoice: (serverId: string) => `voice:${serverId}`,
 };

@@ -11,5 +11,6 @@ import servers from './servers/index.ts';
 import users from './users/index.ts';
 import safety from './safety/index.ts';
 import admin from './admin/index.ts';
+import livekit from './livekit/index.ts';
 
-export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...safety, ...admin];
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...safety, ...admin, ...livekit];
