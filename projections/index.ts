@@ -8,6 +8,8 @@ import { channelsProjection } from './channels.ts';
 import { emojisProjection } from './emojis.ts';
 import { filesProjection } from './files.ts';
 import { messagesProjection } from './messages.ts';
+import { moderationProjection } from './moderation.ts';
+import { voiceProjection } from './voice.ts';
 import { serversProjection } from './servers.ts';
 import { unreadsProjection } from './unreads.ts';
 import { settingsProjection } from './settings.ts';
@@ -27,4 +29,6 @@ export const PROJECTIONS: readonly Projection[] = [
   settingsProjection,
   relationshipsProjection,
   privateChannelsProjection,
+  moderationProjection,
+  voiceProjection,
 ];

@@ -113,6 +113,11 @@ export class Projector {
     return [...this.owned.keys()].sort((a, b) => a - b);
   }
 
+  /** The partitions this process runs now, with their committed position (for the lag metrics). */
+  runnerStates(): Array<{ partition: number; position: bigint | undefined; rebuilding: boolean }> {
+    return [...this.owned].map(([partition, o]) => ({ partition, position: o.runner.position, rebuilding: o.runner.isRebuilding }));
+  }
+
   /** Starts claiming partitions and projecting. */
   async start(): Promise<void> {
     this.admin = new Redis(this.o.redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });

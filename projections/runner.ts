@@ -17,6 +17,7 @@ import { BatchTx, ValueCache } from './tx.ts';
 import type { Projection } from './types.ts';
 import { quarantineEvents, type QuarantinedEvent } from './quarantine.ts';
 import { isStorageUnavailable } from '../src/http/middleware/errors.ts';
+import { countQuarantinedEvent, observeProjectorBatch } from '../src/metrics/registry.ts';
 
 /** Why a runner stopped on its own. */
 export type StopReason = 'checkpoint-lost' | 'error';
@@ -86,6 +87,11 @@ export class PartitionRunner {
   /** The last position committed by this runner. */
   get position(): bigint | undefined {
     return this.checkpoint;
+  }
+
+  /** True while this runner is rebuilding from zero (before it first caught up). */
+  get isRebuilding(): boolean {
+    return this.rebuilding;
   }
 
   /** Loads the checkpoint and starts following the log. */
@@ -232,7 +238,11 @@ export class PartitionRunner {
     if (failed) throw failed[0];
     this.checkpoint = position;
     tx.commitToCache();
-    for (const q of quarantined) quarantineEvents.emit('quarantined', q);
+    for (const q of quarantined) {
+      countQuarantinedEvent(this.o.partition);
+      quarantineEvents.emit('quarantined', q);
+    }
+    observeProjectorBatch(this.o.partition, applied);
     const ctl = controlKeys(this.o.prefix);
     void r.publish(ctl.checkpointChannel, `${this.o.generation}:${this.o.partition}:${position}`).catch(() => {});
     this.o.onCommit?.(position, applied, seen);

@@ -137,6 +137,10 @@ const schema = z
     GATEWAY_MAX_SOCKETS_PER_USER: z.coerce.number().int().min(1).max(100_000).default(16),
     /** Sockets one client address may hold open on one API process (authenticated or not); the next upgrade is refused with 429. */
     GATEWAY_MAX_SOCKETS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(64),
+    /** Port of `GET /metrics` (Prometheus); unset = no metrics listener at all. */
+    METRICS_PORT: port.optional(),
+    /** Address the metrics listener binds to (loopback unless the operator opens it on purpose). */
+    METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   })
   .superRefine((c, ctx) => {
     if (c.VOICE_ENABLED) {
@@ -222,6 +226,8 @@ export interface Config {
   accountInvites: string[];
   /** USER_SERVER_LIMIT. */
   userServerLimit: number;
+  /** `GET /metrics` listener: port (undefined = not served) and bind address. */
+  metrics: { port: number | undefined; host: string };
 }
 
 /** Decodes SECRETS_KEY: 64+ hex characters, or base64 of at least 32 bytes; null otherwise. */
@@ -317,6 +323,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secretsKey: c.SECRETS_KEY ? secretBytes(c.SECRETS_KEY)! : undefined,
     accountInvites: c.ACCOUNT_INVITES,
     userServerLimit: c.USER_SERVER_LIMIT,
+    metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
   };
 }
 

@@ -82,7 +82,8 @@ export type ErrorBody =
   | { type: 'TooManyPendingFriendRequests'; max: number }
   | { type: 'GroupTooLarge'; max: number }
   | { type: 'AlreadyInGroup' }
-  | { type: 'NotInGroup' };
+  | { type: 'NotInGroup' }
+  | { type: 'CannotReportYourself' };
 
 /** Name of every error type. */
 export type ErrorType = ErrorBody['type'];
@@ -167,6 +168,7 @@ export const ERROR_STATUS = {
   GroupTooLarge: 403,
   AlreadyInGroup: 409,
   NotInGroup: 404,
+  CannotReportYourself: 400,
 } as const satisfies Record<ErrorType, number>;
 
 /** A typed failure. `status` overrides the table only where DESIGN §4 says so (503 for exhausted retries). */

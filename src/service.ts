@@ -33,6 +33,8 @@ import { Projector } from '../projections/projector.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import type { Projection } from '../projections/types.ts';
 import type { MediaWorkers } from '../workers/media/worker.ts';
+import { instrumentStore, trackProjector, trackQueue } from './metrics/registry.ts';
+import { startMetricsServer } from './metrics/server.ts';
 
 /** Extra wiring for tests and tools. */
 export interface ServiceOptions {
@@ -66,6 +68,10 @@ export interface Service {
   /** The events gateway on the API server (role `api`). */
   gateway: Gateway | undefined;
   mediaServer: Server | undefined;
+  /** The `GET /metrics` listener (only with METRICS_PORT). */
+  metricsServer: Server | undefined;
+  /** Base URL of the metrics listener (actual port), when it runs. */
+  metricsUrl: string | undefined;
   /** Base URL of the API (actual port). */
   apiUrl: string;
   /** Base URL of the media server (actual port). */
@@ -153,8 +159,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     if (channel === ctl.controlChannel && message.startsWith('commit:') && rawStore instanceof SqliteEventStore) rawStore.wake();
   });
   // Personal fields are sealed on append and opened on read (src/personal/); keys live outside the log.
+  // Appends are timed and counted (eventstore_* metrics) under the sealing; everything else is the store itself.
   const keys = openKeyStore(config.dataDir);
-  const store = new PersonalDataStore(rawStore, keys);
+  const store = new PersonalDataStore(instrumentStore(rawStore), keys);
   const secrets = await serviceSecrets(config, keys);
   const mail = config.email && config.roles.includes('api') ? openMailQueue(config.redisUrl, config.redisPrefix, config.mailRetry, log) : undefined;
 
@@ -198,6 +205,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     });
     await projector.start();
   }
+  const untrack: Array<() => void> = [];
+  if (projector) {
+    const p = projector;
+    untrack.push(trackProjector({ store, partitions: () => p.runnerStates() }));
+  }
 
   // The search index is a local SQLite file: written by the projector role's indexer, read by the API role.
   const searchFile = path.join(config.dataDir, 'search.sqlite');
@@ -222,6 +234,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const { startMailWorker } = await import('../workers/mail/worker.ts');
     mailWorker = startMailWorker({ redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, smtpUrl: config.email.smtpUrl, from: config.email.from, log });
   }
+  let voiceEnforcer: { close(): Promise<void> } | undefined;
+  if (config.roles.includes('worker') && config.voice.enabled) {
+    const { startVoiceEnforcer } = await import('../workers/voice/enforcer.ts');
+    voiceEnforcer = await startVoiceEnforcer({ config, log, store, readModels, now });
+  }
 
   let mediaServer: Server | undefined;
   let uploads: UploadQueues | undefined;
@@ -230,6 +247,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const [{ UploadQueues }, { createMediaApp }] = await Promise.all([import('./media/uploads.ts'), import('./media/app.ts')]);
     uploads = new UploadQueues({ config, log, store, readModels, blobs });
     await uploads.start();
+    for (const [tag, queue] of uploads.queuesByTag()) untrack.push(trackQueue(`media-${tag}`, queue));
     mediaServer = await listen(createMediaApp({ ...deps, blobs, uploads }), config.mediaPort, config.host);
     // Node's own limit (300 s, answered in plain text) must not cut an upload before UPLOAD_BODY_TIMEOUT_MS
     // does (answered in JSON); its check runs every 30 s.
@@ -273,6 +291,15 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     log.info({ url: apiUrl }, 'api listening');
   }
 
+  let metricsServer: Server | undefined;
+  let metricsUrl: string | undefined;
+  if (config.metrics.port !== undefined) {
+    metricsServer = await startMetricsServer(config.metrics.port, config.metrics.host, log);
+    const port = (metricsServer.address() as { port: number }).port;
+    metricsUrl = `http://${config.metrics.host.includes(':') ? `[${config.metrics.host}]` : config.metrics.host}:${port}`;
+    log.info({ url: metricsUrl }, 'metrics listening');
+  }
+
   let stopping: Promise<void> | undefined;
   const service: Service = {
     config,
@@ -289,6 +316,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     apiServer,
     gateway,
     mediaServer,
+    metricsServer,
+    metricsUrl,
     apiUrl,
     mediaUrl,
     onStop: [],
@@ -298,15 +327,18 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         // The gateway closes its sockets (1001) while the servers stop accepting and drain: an open
         // WebSocket would otherwise keep the API server from closing.
         await Promise.all([service.gateway?.close(), closeServer(service.apiServer), closeServer(service.mediaServer)]);
+        for (const u of untrack) u();
         for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
         await uploads?.close();
         await mediaWorkers?.close();
         await mailWorker?.close();
         await mail?.close();
+        await voiceEnforcer?.close();
         await projector?.stop();
         await searchIndexer?.stop();
         deps.search?.close();
         readModels.close();
+        await closeServer(service.metricsServer);
         subscriber.disconnect();
         await redis.quit().catch(() => redis.disconnect());
         if (!opts.store) await rawStore.close();

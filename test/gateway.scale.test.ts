@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { deletePrefix, startTestService, tempDir, TEST_REDIS_URL, uniquePrefix } from './helpers/service.ts';
 import { connectReady, connectWs } from './helpers/ws.ts';
 import { until } from './helpers/wait.ts';
+import { gatewaySlowDropped } from '../src/metrics/registry.ts';
 
 t.test('two API processes each deliver to their own sockets', async (t) => {
   const s = await startTestService(t, { RATE_LIMITS: 'off' });
@@ -83,6 +84,7 @@ t.test('a socket that never reads is dropped; the others get every event', async
   t.equal(slow.frames[1]!.channels.length, 101);
   // Stop reading: the kernel buffers fill, then the gateway's unsent data grows past the limit.
   (slow.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+  const slowBefore = (await gatewaySlowDropped.get()).values[0]?.value ?? 0;
 
   const hide = Number(DEFAULT_PERMISSION_SERVER & ~P.ViewChannel);
   const show = Number(DEFAULT_PERMISSION_SERVER);
@@ -95,6 +97,7 @@ t.test('a socket that never reads is dropped; the others get every event', async
     toggles++;
   }
   await until('the slow socket is dropped', () => s.gateway!.stats.dropped.slow === 1);
+  t.equal((await gatewaySlowDropped.get()).values[0]!.value, slowBefore + 1, 'gateway_slow_sockets_dropped_total counted it');
   t.ok(toggles >= 5, `dropped after ${toggles} toggles (more than the kernel buffers hold)`);
   // The healthy socket got every event, in order: each hide removed the 101 channels, each show brought them back.
   const updates = () => healthy.events.filter((e) => e.type === 'ServerUpdate' && 'default_permissions' in e.data);

@@ -113,6 +113,17 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['PUT', '/channels/:channel_id/recipients/:user_id', 'channels', 'channel_id'],
   ['DELETE', '/channels/:channel_id/recipients/:user_id', 'channels', 'channel_id'],
   ['GET', '/channels/:channel_id/members', 'channels', 'channel_id'],
+  ['POST', '/safety/report', 'catch-all', 'route'],
+  ['GET', '/admin/reports', 'catch-all', 'route'],
+  ['GET', '/admin/reports/:report_id', 'catch-all', 'route'],
+  ['PATCH', '/admin/reports/:report_id', 'catch-all', 'route'],
+  ['GET', '/admin/users/:user_id', 'catch-all', 'route'],
+  ['POST', '/admin/users/:user_id/suspend', 'catch-all', 'route'],
+  ['POST', '/admin/users/:user_id/ban', 'catch-all', 'route'],
+  ['POST', '/admin/users/:user_id/lift', 'catch-all', 'route'],
+  ['DELETE', '/admin/messages/:message_id', 'catch-all', 'route'],
+  ['GET', '/admin/audit', 'catch-all', 'route'],
+  ['POST', '/livekit/webhook', 'catch-all', 'route'],
 ];
 
 t.test('every registered route falls in its bucket, keyed as the table says', async (t) => {

@@ -3,6 +3,7 @@
  *
  *   invite create        prints a new single-use account invite code (for INVITE_ONLY=true)
  *   invite list          lists created invites: code, created at, used by (codes of ACCOUNT_INVITES are not listed)
+ *   admin grant|revoke|list …   instance moderators and admins (src/cli/accountsAdmin.ts)
  */
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../config.ts';
@@ -14,7 +15,9 @@ import { accountInviteStream } from '../http/routes/auth/accountCreate.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { ServiceSecrets } from '../domain/account/secrets.ts';
 
-const USAGE = `usage: npm run accounts -- invite create | invite list`;
+import { ADMIN_USAGE, runAdmin } from './accountsAdmin.ts';
+
+const USAGE = `usage: npm run accounts -- invite create | invite list\n${ADMIN_USAGE}`;
 
 /** Creates an invite and returns its code. */
 export async function createAccountInvite(store: EventStore, secrets: ServiceSecrets): Promise<string> {
@@ -46,6 +49,7 @@ export async function listAccountInvites(store: EventStore, secrets: ServiceSecr
 /** Runs one command; returns the exit code. Other command groups are dispatched here too. */
 export async function runAccounts(args: string[], out: (line: string) => void = (l) => console.log(l)): Promise<number> {
   const [group, command] = args;
+  if (group === 'admin') return runAdmin(args.slice(1));
   if (group !== 'invite' || (command !== 'create' && command !== 'list')) {
     console.error(USAGE);
     return 2;

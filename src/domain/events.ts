@@ -15,6 +15,8 @@ import { unreadEvents } from './unreads/events.ts';
 import { settingsEvents } from './settings/events.ts';
 import { relationshipEvents } from './relationship/events.ts';
 import { privateChannelEvents } from './private/events.ts';
+import { moderationEvents } from './moderation/events.ts';
+import { voiceEvents } from './voice/events.ts';
 
 /** Every event schema by type name. Add an aggregate's schemas here. */
 export const EVENT_SCHEMAS = {
@@ -27,6 +29,8 @@ export const EVENT_SCHEMAS = {
   ...settingsEvents,
   ...relationshipEvents,
   ...privateChannelEvents,
+  ...moderationEvents,
+  ...voiceEvents,
 } as const satisfies Record<string, z.ZodType>;
 
 /** Name of every event type. */

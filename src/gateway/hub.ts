@@ -21,6 +21,7 @@
  * Everything runs on one queue per process, so events keep their stream order (per channel: one server's
  * events come from one partition stream) and a socket's hand-over from Ready to live events loses nothing.
  */
+import { gatewaySockets } from '../metrics/registry.ts';
 import type { Logger } from 'pino';
 import type { UserProfile } from '../domain/account/state.ts';
 import type { ChannelState } from '../domain/channel/state.ts';
@@ -107,6 +108,7 @@ export class Hub {
 
   /** A socket was accepted. */
   add(s: GatewaySocket): void {
+    if (!this.sockets.has(s)) gatewaySockets.inc();
     this.sockets.add(s);
   }
 
@@ -146,7 +148,7 @@ export class Hub {
 
   /** A socket closed: forget it everywhere. */
   remove(s: GatewaySocket): void {
-    this.sockets.delete(s);
+    if (this.sockets.delete(s)) gatewaySockets.dec();
     this.preparing.delete(s);
     const users = this.byUser.get(s.userId);
     users?.delete(s);

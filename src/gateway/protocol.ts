@@ -91,6 +91,7 @@ export const CLIENT_EVENT_TYPES: ReadonlySet<string> = new Set([
   'UserVoiceStateUpdate',
   'UserMoveVoiceChannel',
   'VoiceCallUpdate',
+  'ReportCreate',
 ]);
 
 /**

@@ -12,6 +12,7 @@ import { presentServer, type ServerState } from '../domain/server/state.ts';
 import { rm } from '../readmodel/keys.ts';
 import type { ReadyField } from './protocol.ts';
 import { fetchSettings, fetchUnreads } from '../readmodel/unreads.ts';
+import type { ServerVoiceState, UserVoiceState } from '../domain/voice/state.ts';
 
 /** What Ready tells a socket, and the subscriptions that follow from it. */
 export interface ReadyResult {
@@ -36,6 +37,25 @@ export async function privateChannelsOf(deps: AccessDeps, userId: string): Promi
 async function serverEmojis(deps: AccessDeps, serverIds: string[]): Promise<unknown[]> {
   const all = await Promise.all(serverIds.map((id) => deps.readModels.hgetallJson<{ _id: string }>(rm.serverEmojis(id))));
   return all.flatMap((m) => [...m.values()].sort((a, b) => (a._id < b._id ? -1 : a._id > b._id ? 1 : 0)));
+}
+
+/** Stoat's `ChannelVoiceState`s of the given servers' voice channels the socket sees (projection `voice`). */
+async function voiceStates(deps: AccessDeps, serverIds: string[], visible: Map<string, Set<string>>): Promise<unknown[]> {
+  const states = await deps.readModels.mgetJson<ServerVoiceState>(serverIds.map((id) => rm.serverVoice(id)));
+  const out: Array<{ id: string; participants: UserVoiceState[] }> = [];
+  states.forEach((st, i) => {
+    if (!st) return;
+    const seen = visible.get(serverIds[i]!);
+    const byChannel = new Map<string, UserVoiceState[]>();
+    for (const p of Object.values(st.participants)) {
+      if (!seen?.has(p.channel)) continue;
+      let list = byChannel.get(p.channel);
+      if (!list) byChannel.set(p.channel, (list = []));
+      list.push(p.state);
+    }
+    for (const [id, participants] of [...byChannel].sort(([a], [b]) => (a < b ? -1 : 1))) out.push({ id, participants });
+  });
+  return out;
 }
 
 /** Builds Ready for `userId` with the selected fields; null when the user does not exist (not onboarded). */
@@ -96,7 +116,7 @@ export async function buildReady(
   if (fields.has('channels')) frame.channels = channels;
   if (fields.has('members')) frame.members = members;
   if (fields.has('emojis')) frame.emojis = await serverEmojis(deps, servers.map((s) => s._id));
-  if (fields.has('voice_states')) frame.voice_states = [];
+  if (fields.has('voice_states')) frame.voice_states = await voiceStates(deps, servers.map((s) => s._id), visible);
   if (fields.has('policy_changes')) frame.policy_changes = [];
   if (settingsKeys.length > 0) frame.user_settings = Object.fromEntries(await fetchSettings(deps.readModels, userId, settingsKeys));
   if (fields.has('channel_unreads')) frame.channel_unreads = await fetchUnreads(deps.readModels, userId);

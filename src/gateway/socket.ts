@@ -7,6 +7,7 @@
 import type { WebSocket } from 'ws';
 import type { ClientEventRoute } from '../../projections/types.ts';
 import { DEFAULT_READY_FIELDS, type ReadyField } from './protocol.ts';
+import { gatewayDelivered, gatewaySlowDropped } from '../metrics/registry.ts';
 
 /** Where a socket is in its life. */
 export type SocketState =
@@ -65,11 +66,21 @@ export class GatewaySocket {
    * hold up the others, whose sends never wait on it.
    */
   send(frame: Record<string, unknown>): void {
+    if (this.state === 'ready' && (frame.type === 'Pong' || frame.type === 'Error')) {
+      this.write(JSON.stringify(frame));
+      return;
+    }
     this.sendText(JSON.stringify(frame));
   }
 
   /** Sends a frame already serialised (an event sent unchanged to many sockets is serialised once). */
   sendText(text: string): void {
+    // Once Ready went out, what goes through here is a client event (Pong and Error frames use `write`).
+    if (this.state === 'ready') gatewayDelivered.inc();
+    this.write(text);
+  }
+
+  private write(text: string): void {
     if (this.state === 'closed') return;
     this.ws.send(text);
     if (this.ws.bufferedAmount > this.maxBuffered) this.drop('slow');
@@ -92,6 +103,7 @@ export class GatewaySocket {
   drop(reason: DropReason, code = 1000, message = ''): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    if (reason === 'slow') gatewaySlowDropped.inc();
     this.pending = [];
     this.heldFrames = [];
     if (reason === 'slow' || reason === 'dead' || reason === 'overflow') this.ws.terminate();

@@ -23,6 +23,7 @@ import { classifyNeedsBody } from '../ratelimit/limiter.ts';
 import { readJsonBody } from './body.ts';
 import { paramsValid } from './params.ts';
 import { NO_CONTENT, type AnyRoute, type Caller } from './route.ts';
+import { httpMetrics } from '../metrics/http.ts';
 
 /** Paths answered even while the read models are rebuilding. */
 const ALWAYS_SERVED = new Set(['/', '/ping']);
@@ -155,7 +156,7 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[], deps: A
         rawBody = await readJsonBody(ctx, CLASSIFIED_BODY_LIMIT);
         ctx.request.body = rawBody;
       }
-      countRequest(ctx, deps.limiter, route.path);
+      if (!(route.unmetered && (await route.unmetered(ctx, deps)))) countRequest(ctx, deps.limiter, route.path);
       const caller = await requireCaller(ctx, deps, route.auth);
       const requestId = ctx.state.requestId as string;
       if (route.body !== undefined && rawBody === undefined) {
@@ -226,6 +227,7 @@ export function createApiApp(deps: AppDeps, routes: readonly AnyRoute[]): Koa {
   const router = new Router();
   mountRoutes(router, routes, deps);
 
+  app.use(httpMetrics('api'));
   app.use(requestLog(deps));
   app.use(closeUnreadRequests());
   app.use(rateLimitHeaders(deps.limiter));

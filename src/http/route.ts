@@ -62,6 +62,11 @@ export interface RouteDef<B = unknown, Q = unknown> {
   query?: z.ZodType<Q>;
   /** The permission bits this route may check (documentation; the authorization suite reads it). */
   permissions?: readonly string[];
+  /**
+   * Called before rate limiting: true leaves the request out of its bucket (its headers still show the
+   * counter). For requests proven to come from a trusted peer, e.g. a LiveKit webhook whose signature holds.
+   */
+  unmetered?(ctx: Koa.Context, deps: AppDeps): Promise<boolean>;
   handler(rc: RouteContext<B, Q>): Promise<unknown>;
 }
 

@@ -5,6 +5,7 @@
  * routes (session → rate limit for uploads → authentication → handler) → 404 for everything else (so
  * DELETE, like any unknown path or method, is 404 NotFound).
  */
+import { httpMetrics } from '../metrics/http.ts';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { corsMiddleware, notFoundFallback, requestLog, requireCaller, resolveSession, servingCheck } from '../http/app.ts';
@@ -34,6 +35,7 @@ export function createMediaApp(deps: MediaDeps): Koa {
       await route.handle(ctx, deps, caller);
     });
   }
+  app.use(httpMetrics('media'));
   app.use(requestLog(deps));
   app.use(closeUnreadRequests());
   app.use(rateLimitHeaders(deps.limiter));

@@ -43,6 +43,11 @@ export class UploadQueues {
 
   constructor(private readonly o: UploadQueuesOptions) {}
 
+  /** The queue of each tag (for the queue-depth metric). */
+  queuesByTag(): Map<Tag, Queue<UploadJob, UploadOutcome>> {
+    return this.queues;
+  }
+
   /** Opens the queues and waits until their event listeners are ready (none of a job's events is missed). */
   async start(): Promise<void> {
     const connection = bullConnection(this.o.config.redisUrl);

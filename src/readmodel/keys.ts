@@ -153,4 +153,19 @@ export const rm = {
   groupInvites: (channelId: string) => `pchannel:${channelId}:invites`,
   /** The DM channel id of two users (or a user's Saved Notes) as a JSON string (projection `privateChannels`). */
   dmPair: (a: string, b: string) => (a <= b ? `dm:${a}:${b}` : `dm:${b}:${a}`),
+  /** Hash user id → InstanceRole JSON of the instance staff (projection `moderation`). */
+  instanceStaff: () => 'instance:staff',
+  /** ReportState JSON (projection `moderation`). */
+  report: (reportId: string) => `report:${reportId}`,
+  /** Sorted set (scores 0, members report ids = ULIDs) of every report, or of those with one status (projection `moderation`). */
+  reportIndex: (status?: string) => (status === undefined ? 'reports' : `reports:status:${status}`),
+  /** SanctionState JSON of an account (projection `moderation`, in the account's partition). */
+  sanction: (userId: string) => `sanction:${userId}`,
+  /** Hash entry key → InstanceAuditEntry JSON (projection `moderation`; written by several partitions, unique keys). */
+  instanceAudit: () => 'instance:audit',
+  /** Sorted set (scores 0, members `<ISO time>|<event id>`) of the instance audit log (projection `moderation`). */
+  instanceAuditIndex: () => 'instance:audit:index',
+
+  /** ServerVoiceState JSON: who is in which voice channel of the server, with the `voice-<id>` revision (projection `voice`). */
+  serverVoice: (serverId: string) => `voice:${serverId}`,
 };

@@ -15,6 +15,8 @@ import { API_ROUTES } from '../../src/http/routes/index.ts';
 import type { AnyRoute } from '../../src/http/route.ts';
 import { startTestService } from '../helpers/service.ts';
 import { request, signup } from '../helpers/http.ts';
+import { runAdmin } from '../../src/cli/accountsAdmin.ts';
+import { until } from '../helpers/wait.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
 
@@ -78,7 +80,7 @@ function bodyFor(route: AnyRoute): fc.Arbitrary<unknown> {
 }
 
 const queryArb = fc.dictionary(
-  fc.constantFrom('limit', 'before', 'after', 'nearby', 'sort', 'include_users', 'include_channels', 'remove_all', 'user_id', 'revoke_self', 'leave_silently', 'user', 'action', 'x'),
+  fc.constantFrom('limit', 'before', 'after', 'nearby', 'sort', 'include_users', 'include_channels', 'remove_all', 'user_id', 'revoke_self', 'leave_silently', 'user', 'action', 'x', 'status'),
   fc.oneof(unicodeEdge, fc.constantFrom('0', '101', '-1', 'true', 'false', 'Relevance', '1e3', '01ARZ3NDEKTSV4RRFFQ69G5FAV')),
   { maxKeys: 3 },
 );
@@ -109,6 +111,12 @@ t.test('fuzzing every route', async (t) => {
   const dm = (await owner.api.get(`/users/${member.userId}/dm`)).body._id as string;
   const group = (await owner.api.post('/channels/create', { name: 'fuzz group', users: [member.userId] })).body._id as string;
   const notes = (await owner.api.get(`/users/${owner.userId}/dm`)).body._id as string;
+  // Instance moderation: the owner is an instance admin (so /admin routes are fuzzed past authorization), and
+  // a report exists. The /admin routes come last in the registry, so what they change comes after the rest.
+  await runAdmin(['grant', owner.userId, '--role', 'admin'], { store: s.store, print: () => {} });
+  await until('admin granted', async () => (await s.readModels.hgetJson('instance:staff', owner.userId)) === 'admin');
+  await member.api.post('/safety/report', { content: { type: 'Message', id: message.body._id, report_reason: 'SpamAbuse' } });
+  const reportId = (await owner.api.get('/admin/reports')).body[0]._id as string;
   const fixture: Record<string, string[]> = {
     server_id: [serverId],
     channel_id: [channelId, dm, group, notes],
@@ -119,6 +127,7 @@ t.test('fuzzing every route', async (t) => {
     code: [invite.body._id],
     emoji: ['%F0%9F%91%8D', '01ARZ3NDEKTSV4RRFFQ69G5FAV'],
     emoji_id: ['01ARZ3NDEKTSV4RRFFQ69G5FAV'],
+    report_id: [reportId],
   };
   const paramValue = (name: string) =>
     fc.oneof(

@@ -12,6 +12,7 @@
  * - `MEDIA_TEST_DELAY_MS` (a test hook, 0 otherwise) sleeps before processing so tests can kill a worker
  *   mid-job or miss a deadline.
  */
+import { timedJob } from '../../src/metrics/registry.ts';
 import os from 'node:os';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../../src/config.ts';
@@ -99,7 +100,8 @@ export function startMediaWorkers(deps: MediaWorkerDeps): MediaWorkers {
   const connection = bullConnection(config.redisUrl);
   const prefix = bullPrefix(config.redisPrefix);
   const workers = TAGS.map((tag) => {
-    const worker = new Worker<UploadJob, UploadOutcome>(queueName(tag), (job: Job<UploadJob>) => runUploadJob(deps, job.data), {
+    const run = timedJob(queueName(tag), (job: Job<UploadJob>) => runUploadJob(deps, job.data));
+    const worker = new Worker<UploadJob, UploadOutcome>(queueName(tag), run, {
       connection,
       prefix,
       concurrency: config.mediaConcurrency[tag] ?? config.mediaConcurrencyDefault,

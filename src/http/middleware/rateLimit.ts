@@ -7,6 +7,7 @@
 import type Koa from 'koa';
 import { classify, type RateLimiter, type RateLimitResult } from '../../ratelimit/limiter.ts';
 import { RateLimited } from './errors.ts';
+import { countRefusal } from '../../metrics/registry.ts';
 
 /** The headers, in the order clients read them. */
 export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset-After', 'X-RateLimit-Bucket'];
@@ -42,5 +43,8 @@ export function countRequest(ctx: Koa.Context, limiter: RateLimiter, pattern: st
   const c = classify(ctx.method, pattern, (ctx.params ?? {}) as Record<string, string>, ctx.request.body, caller);
   const r = limiter.hit(caller, c.bucket, c.resource);
   ctx.state.rateLimit = r;
-  if (!r.allowed) throw new RateLimited(r.retryAfterMs ?? r.resetAfterMs);
+  if (!r.allowed) {
+    countRefusal(r.bucket);
+    throw new RateLimited(r.retryAfterMs ?? r.resetAfterMs);
+  }
 }

@@ -15,5 +15,8 @@ import sync from './sync/index.ts';
 import relationships from './relationships/index.ts';
 import dms from './dms/index.ts';
 import groups from './groups/index.ts';
+import safety from './safety/index.ts';
+import admin from './admin/index.ts';
+import livekit from './livekit/index.ts';
 
-export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa, ...relationships, ...dms, ...groups, ...search];
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa, ...relationships, ...dms, ...groups, ...search, ...safety, ...admin, ...livekit];

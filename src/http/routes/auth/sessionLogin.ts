@@ -18,6 +18,8 @@ import type { CommandMeta } from '../../../commands.ts';
 import { defineRoute } from '../../route.ts';
 import { normaliseEmail } from './accountCreate.ts';
 import { accountOf, emailKey, findAccountByEmail, findTicket, newTicket } from './accountTools.ts';
+import { sanctionActive, type SanctionState } from '../../../domain/moderation/state.ts';
+import { rm } from '../../../readmodel/keys.ts';
 
 const Body = z.strictObject({
   email: z.string().max(320).optional(),
@@ -93,6 +95,11 @@ export default defineRoute({
   },
 });
 
+/** Whether instance moderation has the account suspended or banned now. */
+async function sanctioned(deps: AppDeps, userId: string): Promise<boolean> {
+  return sanctionActive(await deps.readModels.getJson<SanctionState>(rm.sanction(userId)), deps.now());
+}
+
 async function passwordLogin(deps: AppDeps, meta: CommandMeta, rawEmail: string, password: string, name: string): Promise<Outcome> {
   let email: string;
   try {
@@ -126,6 +133,9 @@ async function passwordLogin(deps: AppDeps, meta: CommandMeta, rawEmail: string,
     if (!d.ok) return { writes: write(d.events), result: { kind: 'fail', error: new AppError({ type: 'InvalidCredentials' }) } };
     if (state.verification?.kind === 'Pending') return { writes: [], result: { kind: 'fail', error: new AppError({ type: 'UnverifiedAccount' }) } };
     if (state.disabled) return { writes: [], result: { kind: 'disabled', userId } };
+    // A suspended or banned account (instance moderation) opens no session: 403 LockedOut (the nearest type of
+    // Stoat's authentication errors), said only after the right password.
+    if (await sanctioned(deps, userId)) return { writes: [], result: { kind: 'fail', error: new AppError({ type: 'LockedOut' }) } };
     if (mfaEnabled(state)) {
       const t = newTicket(deps, userId, { validated: false, authorised: false });
       return { writes: write([t.event]), result: { kind: 'mfa', ticket: t.token, methods: allowedMethods(state) } };
@@ -161,6 +171,7 @@ async function ticketLogin(deps: AppDeps, meta: CommandMeta, ticket: string, res
       }
     }
     if (state.disabled) return { writes: write([{ type: 'MfaTicketConsumed', data: { ticketId: t.id } }]), result: { kind: 'disabled', userId } };
+    if (await sanctioned(deps, userId)) return { writes: [], result: { kind: 'fail', error: new AppError({ type: 'LockedOut' }) } };
     return {
       writes: write([
         { type: 'MfaTicketConsumed', data: { ticketId: t.id } },

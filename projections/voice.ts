@@ -1,0 +1,70 @@
+/**
+ * Voice presence: `voice:<serverId>` (ServerVoiceState) from the `voice-<serverId>` events, and Stoat's client
+ * events to the sockets that see the channel: VoiceChannelJoin, VoiceChannelLeave, VoiceChannelMove,
+ * UserVoiceStateUpdate. A member's `can_receive` (server deafen) sets `is_receiving`; a deleted channel or
+ * server drops its participants (LiveKit closes the room on its own).
+ */
+import type { ServerVoiceState, UserVoiceState } from '../src/domain/voice/state.ts';
+import { rm } from '../src/readmodel/keys.ts';
+import type { Projection } from './types.ts';
+
+export const voiceProjection: Projection = {
+  name: 'voice',
+  handles: ['VoiceParticipantJoined', 'VoiceParticipantLeft', 'VoiceStateUpdated', 'MemberEdited', 'ChannelDeleted', 'ServerDeleted'],
+  async apply(e, tx) {
+    const serverId = e.metadata.scope;
+    const key = rm.serverVoice(serverId);
+    const isVoiceStream = e.stream.startsWith('voice-');
+    const state = (await tx.getJson<ServerVoiceState>(key)) ?? { participants: {}, revision: -1 };
+    switch (e.type) {
+      case 'VoiceParticipantJoined': {
+        const voice: UserVoiceState = { id: e.data.user, joined_at: e.data.joined_at, is_receiving: true, is_publishing: false, screensharing: false, camera: false };
+        state.participants[e.data.user] = { channel: e.data.channel, state: voice };
+        if (e.data.moved_from !== undefined) {
+          tx.emit({ kind: 'channel', serverId, channelId: e.data.channel }, { type: 'VoiceChannelMove', user: e.data.user, from: e.data.moved_from, to: e.data.channel, state: voice });
+          // Those who see only the old channel hear that the user left it.
+          tx.emit({ kind: 'channel', serverId, channelId: e.data.moved_from }, { type: 'VoiceChannelLeave', id: e.data.moved_from, user: e.data.user });
+        } else {
+          tx.emit({ kind: 'channel', serverId, channelId: e.data.channel }, { type: 'VoiceChannelJoin', id: e.data.channel, state: voice });
+        }
+        break;
+      }
+      case 'VoiceParticipantLeft':
+        delete state.participants[e.data.user];
+        tx.emit({ kind: 'channel', serverId, channelId: e.data.channel }, { type: 'VoiceChannelLeave', id: e.data.channel, user: e.data.user });
+        break;
+      case 'VoiceStateUpdated': {
+        const p = state.participants[e.data.user];
+        if (p) Object.assign(p.state, e.data.data);
+        tx.emit({ kind: 'channel', serverId, channelId: e.data.channel }, { type: 'UserVoiceStateUpdate', id: e.data.user, channel_id: e.data.channel, data: e.data.data });
+        break;
+      }
+      case 'MemberEdited': {
+        const p = state.participants[e.data.userId];
+        const canReceive = e.data.data.can_receive;
+        if (!p || canReceive === undefined || p.state.is_receiving === canReceive) return;
+        p.state.is_receiving = canReceive;
+        tx.emit({ kind: 'channel', serverId, channelId: p.channel }, { type: 'UserVoiceStateUpdate', id: e.data.userId, channel_id: p.channel, data: { is_receiving: canReceive } });
+        break;
+      }
+      case 'ChannelDeleted': {
+        let changed = false;
+        for (const [user, p] of Object.entries(state.participants)) {
+          if (p.channel === e.data.channelId) {
+            delete state.participants[user];
+            changed = true;
+          }
+        }
+        if (!changed) return;
+        break;
+      }
+      case 'ServerDeleted':
+        tx.del(key);
+        return;
+      default:
+        return;
+    }
+    if (isVoiceStream) state.revision = e.revision;
+    tx.setJson(key, state);
+  },
+};

@@ -1,0 +1,27 @@
+/**
+ * Voice presence (stream `voice-<serverId>`, scope = the server, so it projects in order with the server's
+ * channels and members). Driven by LiveKit's webhooks (`POST /livekit/webhook`): who is in which voice channel
+ * of the server, and their microphone, camera and screen-share state. A user is in at most one voice channel
+ * per server (Stoat's rule): joining another one is a move.
+ */
+import { z } from 'zod';
+
+/** The stream of a server's voice presence. */
+export const voiceStream = (serverId: string) => `voice-${serverId}`;
+
+/** Stoat's `UserVoiceState` without the id (the event names the user). */
+export const VoiceFlags = z.object({
+  is_receiving: z.boolean(),
+  is_publishing: z.boolean(),
+  screensharing: z.boolean(),
+  camera: z.boolean(),
+});
+
+export const voiceEvents = {
+  /** A user joined a voice channel (`moved_from`: the channel of this server they were in until now). */
+  VoiceParticipantJoined: z.object({ channel: z.string(), user: z.string(), joined_at: z.number().int(), moved_from: z.string().optional() }),
+  /** A user left a voice channel. */
+  VoiceParticipantLeft: z.object({ channel: z.string(), user: z.string() }),
+  /** A participant's state changed (a track published, unpublished, muted or unmuted; receiving switched). */
+  VoiceStateUpdated: z.object({ channel: z.string(), user: z.string(), data: VoiceFlags.partial() }),
+};

@@ -1,0 +1,45 @@
+/** A server's voice presence (read model `voice:<serverId>`), and the pure decisions over it. */
+import type { DomainEvent } from '../events.ts';
+
+/** Stoat's `UserVoiceState`. */
+export interface UserVoiceState {
+  id: string;
+  joined_at: number;
+  is_receiving: boolean;
+  is_publishing: boolean;
+  screensharing: boolean;
+  camera: boolean;
+}
+
+/** Who is where in one server's voice channels, with the `voice-<serverId>` revision. */
+export interface ServerVoiceState {
+  /** User id → the channel they are in and their state. */
+  participants: Record<string, { channel: string; state: UserVoiceState }>;
+  revision: number;
+}
+
+/** What a LiveKit webhook reported, reduced to what presence needs. */
+export type VoiceReport =
+  | { kind: 'joined'; channel: string; user: string; at: number }
+  | { kind: 'left'; channel: string; user: string }
+  | { kind: 'track'; channel: string; user: string; source: 'microphone' | 'camera' | 'screen'; on: boolean };
+
+/** The events a report leads to; nothing when it changes nothing (a repeated or out-of-date webhook). */
+export function decideVoice(state: ServerVoiceState | null, r: VoiceReport): DomainEvent[] {
+  const current = state?.participants[r.user];
+  switch (r.kind) {
+    case 'joined':
+      if (current?.channel === r.channel) return [];
+      return [{ type: 'VoiceParticipantJoined', data: { channel: r.channel, user: r.user, joined_at: r.at, ...(current ? { moved_from: current.channel } : {}) } }];
+    case 'left':
+      // A leave of a channel the user already moved out of is the old room's late goodbye.
+      if (current?.channel !== r.channel) return [];
+      return [{ type: 'VoiceParticipantLeft', data: { channel: r.channel, user: r.user } }];
+    case 'track': {
+      if (current?.channel !== r.channel) return [];
+      const field = r.source === 'microphone' ? 'is_publishing' : r.source === 'camera' ? 'camera' : 'screensharing';
+      if (current.state[field] === r.on) return [];
+      return [{ type: 'VoiceStateUpdated', data: { channel: r.channel, user: r.user, data: { [field]: r.on } } }];
+    }
+  }
+}

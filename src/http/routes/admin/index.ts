@@ -1,0 +1,12 @@
+/** Instance moderation routes (/admin/…): the report queue, sanctions, content deletion, the instance audit log. */
+import auditLog from './auditLog.ts';
+import messageDelete from './messageDelete.ts';
+import reportEdit from './reportEdit.ts';
+import reportFetch from './reportFetch.ts';
+import reportList from './reportList.ts';
+import userBan from './userBan.ts';
+import userFetch from './userFetch.ts';
+import userLift from './userLift.ts';
+import userSuspend from './userSuspend.ts';
+
+export default [reportList, reportFetch, reportEdit, userFetch, userSuspend, userBan, userLift, messageDelete, auditLog];

@@ -1,0 +1,44 @@
+// DELETE /admin/messages/:message_id — delete any message with a reason (staff); recorded in the instance audit log.
+import { INSTANCE_SCOPE, modActionStream } from '../../../domain/moderation/events.ts';
+import { messageStream } from '../../../domain/message/events.ts';
+import { AppError } from '../../../errors.ts';
+import { newId } from '../../../ids.ts';
+import { loadChannel } from '../../../access.ts';
+import { loadMessage } from '../../../readmodel/messages.ts';
+import { defineRoute, NO_CONTENT } from '../../route.ts';
+import { callerRole, pathId, ReasonBody } from './staff.ts';
+
+export default defineRoute({
+  method: 'DELETE',
+  path: '/admin/messages/:message_id',
+  auth: 'user',
+  body: ReasonBody,
+  async handler(rc) {
+    await callerRole(rc);
+    const messageId = pathId(rc.params.message_id);
+    const [sent] = await rc.deps.store.readStream(messageStream(messageId), { maxCount: 1 });
+    if (!sent || sent.type !== 'MessageSent') throw new AppError({ type: 'NotFound' });
+    const channelId = (sent.data as { message: { channel: string } }).message.channel;
+    const actionStream = modActionStream(newId(rc.deps.now()));
+    const stream = messageStream(messageId);
+    await rc.deps.executor.execute({ ...rc.meta, reason: rc.body.reason }, [stream], async () => {
+      // Staff are not members: the channel and its server are read without a membership check.
+      const channel = await loadChannel(rc.deps, channelId);
+      const message = channel ? await loadMessage(rc.deps.readModels, channelId, messageId) : null;
+      if (!channel || !message) throw new AppError({ type: 'NotFound' });
+      return {
+        writes: [
+          { stream, scope: channel.server, expected: message.revision, events: [{ type: 'MessageDeleted', data: { channel: channelId } }] },
+          {
+            stream: actionStream,
+            scope: INSTANCE_SCOPE,
+            expected: 'no_stream',
+            events: [{ type: 'ModeratorDeletedMessage', data: { message: messageId, channel: channelId, server: channel.server, author: message.author, reason: rc.body.reason } }],
+          },
+        ],
+        result: undefined,
+      };
+    });
+    return NO_CONTENT;
+  },
+});

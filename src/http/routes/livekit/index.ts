@@ -1,0 +1,4 @@
+/** LiveKit's webhooks. */
+import webhook from './webhook.ts';
+
+export default [webhook];

@@ -1,0 +1,112 @@
+// POST /livekit/webhook — LiveKit's webhooks (signed with LIVEKIT_API_KEY/SECRET) → voice presence events. 200 `{}`.
+import type Koa from 'koa';
+import { WebhookReceiver, type WebhookEvent } from 'livekit-server-sdk';
+import { loadChannel } from '../../../access.ts';
+import { voiceStream } from '../../../domain/voice/events.ts';
+import { decideVoice, type ServerVoiceState, type VoiceReport } from '../../../domain/voice/state.ts';
+import { AppError } from '../../../errors.ts';
+import { isUlid } from '../../../ids.ts';
+import { rm } from '../../../readmodel/keys.ts';
+import type { AppDeps } from '../../deps.ts';
+import { defineRoute } from '../../route.ts';
+
+/** One receiver per key pair (the configuration does not change while the process runs). */
+const receivers = new Map<string, WebhookReceiver>();
+function receiverFor(apiKey: string, apiSecret: string): WebhookReceiver {
+  const id = `${apiKey}\u0000${apiSecret}`;
+  let r = receivers.get(id);
+  if (!r) receivers.set(id, (r = new WebhookReceiver(apiKey, apiSecret)));
+  return r;
+}
+
+/**
+ * Verifies the request's signature (a JWT of the API key whose `sha256` claim is the body's hash, in
+ * `Authorization`) over the raw body; the event, or an AppError (401) for an unsigned or forged request.
+ * Cached on the request, so the rate-limit check and the handler verify once.
+ */
+async function verified(ctx: Koa.Context, deps: AppDeps): Promise<WebhookEvent> {
+  const cached = ctx.state.livekitEvent as WebhookEvent | AppError | undefined;
+  if (cached === undefined) {
+    const voice = deps.config.voice;
+    let result: WebhookEvent | AppError;
+    if (!voice.enabled) result = new AppError({ type: 'FeatureDisabled', feature: 'voice' });
+    else {
+      const auth = ctx.get('Authorization');
+      const raw = (ctx.request as { rawBody?: unknown }).rawBody;
+      if (!auth) result = new AppError({ type: 'NotAuthenticated' });
+      else if (typeof raw !== 'string' || raw.length === 0) result = new AppError({ type: 'InvalidCredentials' });
+      else {
+        try {
+          result = await receiverFor(voice.apiKey, voice.apiSecret).receive(raw, auth.replace(/^Bearer\s+/i, ''));
+        } catch {
+          result = new AppError({ type: 'InvalidCredentials' });
+        }
+      }
+    }
+    ctx.state.livekitEvent = result;
+  }
+  const r = ctx.state.livekitEvent as WebhookEvent | AppError;
+  if (r instanceof AppError) throw r;
+  return r;
+}
+
+/** LiveKit's TrackSource numbers: 1 camera, 2 microphone, 3 screen share, 4 screen-share audio. */
+function sourceOf(n: number | undefined): 'microphone' | 'camera' | 'screen' | undefined {
+  return n === 1 ? 'camera' : n === 2 ? 'microphone' : n === 3 || n === 4 ? 'screen' : undefined;
+}
+
+/** The presence report of a webhook, or undefined for events presence does not use. */
+function reportOf(e: WebhookEvent, channel: string, user: string): VoiceReport | undefined {
+  const name: string = e.event;
+  switch (name) {
+    case 'participant_joined':
+      return { kind: 'joined', channel, user, at: Number(e.createdAt) * 1000 };
+    case 'participant_left':
+    case 'participant_connection_aborted':
+      return { kind: 'left', channel, user };
+    case 'track_published':
+    case 'track_unmuted':
+    case 'track_unpublished':
+    case 'track_muted': {
+      const source = sourceOf(e.track?.source as number | undefined);
+      if (!source) return undefined;
+      return { kind: 'track', channel, user, source, on: name === 'track_published' || name === 'track_unmuted' };
+    }
+    default:
+      return undefined;
+  }
+}
+
+export default defineRoute({
+  method: 'POST',
+  path: '/livekit/webhook',
+  auth: 'none',
+  // A verified webhook is LiveKit itself: its bursts (a room filling up) are never refused as a client would be.
+  async unmetered(ctx, deps) {
+    try {
+      await verified(ctx, deps);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  async handler(rc) {
+    const e = await verified(rc.ctx, rc.deps);
+    const channelId = e.room?.name ?? '';
+    const userId = e.participant?.identity ?? '';
+    // Rooms are channel ids and identities user ids (join_call's tokens); anything else is not ours.
+    if (!isUlid(channelId) || !isUlid(userId)) return {};
+    const report = reportOf(e, channelId, userId);
+    if (!report) return {};
+    const channel = await loadChannel(rc.deps, channelId);
+    if (!channel || !channel.voice) return {};
+    const serverId = channel.server;
+    const stream = voiceStream(serverId);
+    await rc.deps.executor.execute({ ...rc.meta, actor: userId }, [stream], async () => {
+      const state = await rc.deps.readModels.getJson<ServerVoiceState>(rm.serverVoice(serverId));
+      const revision = state?.revision ?? -1;
+      return { writes: [{ stream, scope: serverId, expected: revision < 0 ? 'no_stream' : revision, events: decideVoice(state, report) }], result: undefined };
+    });
+    return {};
+  },
+});

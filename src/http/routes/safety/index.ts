@@ -1,0 +1,4 @@
+/** Routes under /safety. */
+import reportContent from './reportContent.ts';
+
+export default [reportContent];

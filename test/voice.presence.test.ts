@@ -1,0 +1,205 @@
+/**
+ * Voice presence from LiveKit webhooks: signature verification (webhooks signed with the SDK as LiveKit signs
+ * them: a JWT of the API key whose sha256 claim is the body's hash), join/leave/move and track state as
+ * event-sourced voice events, Stoat's client events to the sockets that see the channel, Ready's
+ * `voice_states`, and removal from the room through LiveKit's server API (a loopback HTTP server recording the
+ * RoomService calls) when a participant loses Connect.
+ */
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import t from 'tap';
+import { AccessToken, TokenVerifier } from 'livekit-server-sdk';
+import { Permission as P } from '../src/permissions/bits.ts';
+import { newId } from '../src/ids.ts';
+import { request, signup, type TestUser } from './helpers/http.ts';
+import { createServer, dumpCurrent, dumpRebuild, join } from './helpers/servers.ts';
+import { startTestService, type TestService } from './helpers/service.ts';
+import { connectReady } from './helpers/ws.ts';
+import { until } from './helpers/wait.ts';
+
+const KEY = 'presence-test-key';
+const SECRET = 'presence-test-secret-0123456789abcdef';
+
+/** A loopback stand-in for LiveKit's server API: records every RoomService call and answers `{}`. */
+async function fakeLiveKit(t: { teardown(fn: () => unknown): void }) {
+  const calls: Array<{ method: string; body: any; auth: string }> = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      calls.push({ method: (req.url ?? '').split('/').pop()!, body: body ? JSON.parse(body) : null, auth: String(req.headers.authorization ?? '') });
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, calls };
+}
+
+/** Posts a webhook signed as LiveKit signs them (or with `o.secret`, `o.tamper`, no signature). */
+async function webhook(s: TestService, event: Record<string, unknown>, o: { secret?: string; unsigned?: boolean; tamper?: boolean } = {}) {
+  const raw = JSON.stringify({ id: `EV_${newId()}`, createdAt: String(Math.floor(Date.now() / 1000)), ...event });
+  const at = new AccessToken(KEY, o.secret ?? SECRET);
+  at.sha256 = createHash('sha256').update(raw).digest('base64');
+  const token = await at.toJwt();
+  const sent = o.tamper ? raw.replace('"event":"', '"event":"x') : raw;
+  return request(s.apiUrl, 'POST', '/livekit/webhook', {
+    rawBody: sent,
+    contentType: 'application/webhook+json',
+    headers: o.unsigned ? {} : { Authorization: token },
+    skipOpenApi: true,
+  });
+}
+
+const joined = (channel: string, user: string, createdAt = 1_700_000_000) => ({ event: 'participant_joined', createdAt: String(createdAt), room: { sid: 'RM_1', name: channel }, participant: { sid: 'PA_1', identity: user } });
+const left = (channel: string, user: string) => ({ event: 'participant_left', room: { sid: 'RM_1', name: channel }, participant: { sid: 'PA_1', identity: user } });
+const track = (event: string, channel: string, user: string, source: string) => ({ event, room: { sid: 'RM_1', name: channel }, participant: { sid: 'PA_1', identity: user }, track: { sid: 'TR_1', source, type: source === 'MICROPHONE' ? 'AUDIO' : 'VIDEO' } });
+
+async function voiceChannel(owner: TestUser, serverId: string, name = 'Voice'): Promise<string> {
+  const r = await owner.api.post(`/servers/${serverId}/channels`, { type: 'Voice', name });
+  if (r.status !== 200) throw new Error(`voice channel ${r.status} ${r.text}`);
+  return r.body._id as string;
+}
+
+t.test('voice presence', async (t) => {
+  const lk = await fakeLiveKit(t);
+  const s = await startTestService(t, { RATE_LIMITS: 'off', VOICE_ENABLED: 'true', LIVEKIT_URL: lk.url, LIVEKIT_API_KEY: KEY, LIVEKIT_API_SECRET: SECRET });
+  const [owner, alice, bob] = await Promise.all([signup(s), signup(s), signup(s)]);
+  const srv = await createServer(owner);
+  await join(owner, srv.general, alice, bob);
+  const vc = await voiceChannel(owner, srv.id);
+  const hidden = await voiceChannel(owner, srv.id, 'Staff');
+  // `hidden` is invisible to everyone but the owner.
+  await owner.api.put(`/channels/${hidden}/permissions/default`, { permissions: { allow: 0, deny: Number(P.ViewChannel) } });
+
+  t.test('unsigned, forged and tampered webhooks are refused with JSON errors', async (t) => {
+    t.match(await webhook(s, joined(vc, alice.userId), { unsigned: true }), { status: 401, body: { type: 'NotAuthenticated' } });
+    t.match(await webhook(s, joined(vc, alice.userId), { secret: 'another-secret-0123456789abcdefghijk' }), { status: 401, body: { type: 'InvalidCredentials' } });
+    t.match(await webhook(s, joined(vc, alice.userId), { tamper: true }), { status: 401, body: { type: 'InvalidCredentials' } });
+    const garbage = await request(s.apiUrl, 'POST', '/livekit/webhook', { rawBody: 'not json', contentType: 'application/webhook+json', headers: { Authorization: 'x' }, skipOpenApi: true });
+    t.equal(garbage.status, 400);
+    t.equal(typeof garbage.body.type, 'string');
+    t.equal(await s.readModels.getJson(`voice:${srv.id}`), null, 'nothing was recorded');
+  });
+
+  t.test('join, track changes, deafen and leave reach those who see the channel', async (t) => {
+    const ownerWs = await connectReady(s, owner.token);
+    const bobWs = await connectReady(s, bob.token);
+    t.teardown(() => (ownerWs.close(), bobWs.close()));
+    t.match(await webhook(s, joined(vc, alice.userId)), { status: 200, body: {} });
+    const state = { id: alice.userId, joined_at: 1_700_000_000_000, is_receiving: true, is_publishing: false, screensharing: false, camera: false };
+    t.same(await bobWs.waitFor((e) => e.type === 'VoiceChannelJoin'), { type: 'VoiceChannelJoin', id: vc, state });
+    t.equal((await webhook(s, joined(vc, alice.userId))).status, 200, 'a repeated webhook');
+
+    await webhook(s, track('track_published', vc, alice.userId, 'MICROPHONE'));
+    t.same(await bobWs.waitFor((e) => e.type === 'UserVoiceStateUpdate'), { type: 'UserVoiceStateUpdate', id: alice.userId, channel_id: vc, data: { is_publishing: true } });
+    await webhook(s, track('track_published', vc, alice.userId, 'MICROPHONE')); // no change: no event
+    await webhook(s, track('track_published', vc, alice.userId, 'CAMERA'));
+    await webhook(s, track('track_published', vc, alice.userId, 'SCREEN_SHARE'));
+    await webhook(s, track('track_muted', vc, alice.userId, 'MICROPHONE'));
+    const updates = async (n: number) => until(`${n} updates`, () => (bobWs.events.filter((e) => e.type === 'UserVoiceStateUpdate').length >= n ? bobWs.events.filter((e) => e.type === 'UserVoiceStateUpdate') : null));
+    t.same((await updates(4)).map((e) => e.data), [{ is_publishing: true }, { camera: true }, { screensharing: true }, { is_publishing: false }], 'one event per change, in order');
+
+    // Server deafen (can_receive) switches is_receiving.
+    t.equal((await owner.api.patch(`/servers/${srv.id}/members/${alice.userId}`, { can_receive: false })).status, 200);
+    t.same((await updates(5))[4]!.data, { is_receiving: false });
+
+    // Ready of a new socket lists the channel's participants.
+    const late = await connectReady(s, bob.token);
+    t.same(late.frames[1]!.voice_states, [{ id: vc, participants: [{ ...state, is_publishing: false, camera: true, screensharing: true, is_receiving: false }] }]);
+    late.close();
+
+    // In the hidden channel: the owner hears of it, bob does not (Ready included).
+    await webhook(s, joined(hidden, owner.userId));
+    await ownerWs.waitFor((e) => e.type === 'VoiceChannelJoin' && e.id === hidden);
+    await webhook(s, left(hidden, owner.userId));
+    await ownerWs.waitFor((e) => e.type === 'VoiceChannelLeave' && e.id === hidden);
+    t.notOk(bobWs.events.some((e) => String(e.type).startsWith('Voice') && e.id === hidden), 'bob never hears of the hidden channel');
+
+    await webhook(s, left(vc, alice.userId));
+    t.same(await bobWs.waitFor((e) => e.type === 'VoiceChannelLeave'), { type: 'VoiceChannelLeave', id: vc, user: alice.userId });
+    const after = await connectReady(s, bob.token);
+    t.same(after.frames[1]!.voice_states, []);
+    after.close();
+    await owner.api.patch(`/servers/${srv.id}/members/${alice.userId}`, { can_receive: true });
+  });
+
+  t.test('joining another channel of the server is a move; the old room\'s late leave changes nothing', async (t) => {
+    const vc2 = await voiceChannel(owner, srv.id, 'Second');
+    const ws = await connectReady(s, bob.token);
+    t.teardown(() => ws.close());
+    await webhook(s, joined(vc, alice.userId));
+    await ws.waitFor((e) => e.type === 'VoiceChannelJoin');
+    await webhook(s, joined(vc2, alice.userId));
+    t.match(await ws.waitFor((e) => e.type === 'VoiceChannelMove'), { user: alice.userId, from: vc, to: vc2, state: { id: alice.userId } });
+    await webhook(s, left(vc, alice.userId));
+    const r = await connectReady(s, bob.token);
+    t.same(r.frames[1]!.voice_states.map((c: any) => [c.id, c.participants.map((p: any) => p.id)]), [[vc2, [alice.userId]]], 'still in the second channel');
+    r.close();
+    await webhook(s, left(vc2, alice.userId));
+    await ws.waitFor((e) => e.type === 'VoiceChannelLeave' && e.id === vc2);
+  });
+
+  t.test('webhooks about rooms that are not voice channels of this service are ignored', async (t) => {
+    t.match(await webhook(s, joined('not-a-channel', alice.userId)), { status: 200, body: {} });
+    t.match(await webhook(s, joined(srv.general, alice.userId)), { status: 200, body: {} }, 'a text channel');
+    t.match(await webhook(s, joined(newId(), alice.userId)), { status: 200, body: {} });
+    t.match(await webhook(s, { event: 'room_started', room: { sid: 'RM_1', name: vc } }), { status: 200, body: {} });
+    const st = await s.readModels.getJson<any>(`voice:${srv.id}`);
+    t.same(st.participants, {});
+  });
+
+  t.test('losing Connect removes the participant from the room through LiveKit', async (t) => {
+    await webhook(s, joined(vc, alice.userId));
+    await webhook(s, joined(vc, bob.userId));
+    await until('both in', async () => Object.keys((await s.readModels.getJson<any>(`voice:${srv.id}`))?.participants ?? {}).length === 2);
+    const before = lk.calls.length;
+    // A channel override takes Connect from everyone but the owner's GrantAllSafe: both are removed.
+    await owner.api.put(`/channels/${vc}/permissions/default`, { permissions: { allow: 0, deny: Number(P.Connect) } });
+    await until('RemoveParticipant called twice', () => lk.calls.length >= before + 2);
+    const removed = lk.calls.slice(before).filter((c) => c.method === 'RemoveParticipant').map((c) => c.body.identity).sort();
+    t.same(removed, [alice.userId, bob.userId].sort());
+    t.ok(lk.calls.slice(before).every((c) => c.body.room === vc));
+    // The server API call is authenticated with a roomAdmin token of our key.
+    const grants = await new TokenVerifier(KEY, SECRET).verify(lk.calls[before]!.auth.replace(/^Bearer /, ''));
+    t.match(grants.video, { roomAdmin: true, room: vc });
+    // LiveKit then reports the leaves.
+    await webhook(s, left(vc, alice.userId));
+    await webhook(s, left(vc, bob.userId));
+    await owner.api.put(`/channels/${vc}/permissions/default`, { permissions: { allow: 0, deny: 0 } });
+
+    // A kick removes too; a change that keeps Connect removes nobody.
+    await webhook(s, joined(vc, bob.userId));
+    await webhook(s, joined(vc, alice.userId));
+    const mark = lk.calls.length;
+    await owner.api.patch(`/servers/${srv.id}`, { description: 'no permission change' });
+    await owner.api.patch(`/servers/${srv.id}/members/${alice.userId}`, { nickname: 'still here' });
+    t.equal((await owner.api.del(`/servers/${srv.id}/members/${bob.userId}`)).status, 204);
+    await until('bob removed', () => lk.calls.slice(mark).some((c) => c.body.identity === bob.userId));
+    t.same(lk.calls.slice(mark).map((c) => c.body.identity), [bob.userId], 'only the kicked member');
+  });
+
+  t.test('rebuild equals live', async (t) => {
+    const live = await dumpCurrent(s.redis, s.prefix);
+    const rebuilt = await dumpRebuild(t, s.redis, { store: s.store, redisUrl: s.config.redisUrl, prefix: s.prefix, partitions: s.config.projectorPartitions });
+    t.same(rebuilt, live);
+    t.ok(`voice:${srv.id}` in live || Object.keys(live).some((k) => k.endsWith(`voice:${srv.id}`)));
+  });
+});
+
+t.test('signed webhooks are not rate limited; unsigned ones are', async (t) => {
+  const lk = await fakeLiveKit(t);
+  const s = await startTestService(t, { VOICE_ENABLED: 'true', LIVEKIT_URL: lk.url, LIVEKIT_API_KEY: KEY, LIVEKIT_API_SECRET: SECRET }, { now: () => 9_000_000 });
+  const statuses: number[] = [];
+  for (let i = 0; i < 25; i++) statuses.push((await webhook(s, { event: 'room_started', room: { sid: 'RM', name: 'x' } })).status);
+  t.same([...new Set(statuses)], [200], '25 signed webhooks in one window, none refused');
+  const unsigned: number[] = [];
+  for (let i = 0; i < 21; i++) unsigned.push((await webhook(s, { event: 'room_started' }, { unsigned: true })).status);
+  t.equal(unsigned.filter((x) => x === 429).length, 1, 'the 21st unsigned request is refused');
+});
+
+t.test('with voice disabled the webhook answers FeatureDisabled', async (t) => {
+  const s = await startTestService(t);
+  t.match(await webhook(s, { event: 'room_started' }), { status: 400, body: { type: 'FeatureDisabled', feature: 'voice' } });
+});
