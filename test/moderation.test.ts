@@ -219,7 +219,7 @@ t.test('reports, the moderation queue and the audit log', async (t) => {
     for (const [method, path, body] of routes) {
       t.match(await request(s.apiUrl, method, path, body === undefined ? {} : { body }), { status: 401, body: { type: 'NotAuthenticated' } }, `${method} ${path} anonymous`);
       t.match(await request(s.apiUrl, method, path, { token: alice.token, ...(body === undefined ? {} : { body }) }), { status: 403, body: { type: 'NotPrivileged' } }, `${method} ${path} no role`);
-      t.match(await request(s.apiUrl, method, path.replace(id, 'bad'), { token: outsider.token, ...(body === undefined ? {} : { body }) }), { status: 403 }, `${method} ${path} no role, bad id`);
+      t.match(await request(s.apiUrl, method, path.replace(id, 'bad'), { token: outsider.token, ...(body === undefined ? {} : { body }) }), path.includes(id) ? { status: 404, body: { type: 'NotFound' } } : { status: 403, body: { type: 'NotPrivileged' } }, `${method} ${path} no role, bad id (path ids are validated first, like an unknown path)`);
     }
   });
 

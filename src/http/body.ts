@@ -47,6 +47,19 @@ export async function readJsonBody(ctx: Koa.Context, limit = JSON_LIMIT_BYTES): 
   return parseBoundedJson(text);
 }
 
+/**
+ * The raw text of the body (at most `limit` bytes, decompressed), read once per request and kept on
+ * `ctx.state.rawBody`: for a route that checks a signature over the exact bytes (LiveKit's webhooks).
+ */
+export async function readRawBody(ctx: Koa.Context, limit: number): Promise<string> {
+  const cached = ctx.state.rawBody as string | undefined;
+  if (cached !== undefined) return cached;
+  bodyStats.read += 1;
+  const text = await readText(ctx, limit);
+  ctx.state.rawBody = text;
+  return text;
+}
+
 /** Parses JSON text under the depth, member and `__proto__` bounds; an empty or blank text is `{}`. */
 export function parseBoundedJson(text: string): unknown {
   if (text.trim() === '') return {};

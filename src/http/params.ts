@@ -21,6 +21,8 @@ export type ParamForm =
   | 'reaction'
   /** An invite code (`[A-Za-z0-9]`, 1–64 characters; Stoat's are 8). */
   | 'code'
+  /** A mailed token (`<user id>.<random, base64url>`): `[A-Za-z0-9._-]`, 1–128 characters. */
+  | 'token'
   /** Anything up to `MAX_PARAM_LENGTH` code points without control characters (tags, filenames, tokens). */
   | 'text';
 
@@ -53,6 +55,7 @@ export function defaultForm(name: string): ParamForm {
 
 const NANOID_FILE = /^[A-Za-z0-9_-]{42}$/;
 const CODE = /^[A-Za-z0-9]{1,64}$/;
+const TOKEN = /^[A-Za-z0-9._-]{1,128}$/;
 // C0/C1 controls, path and key separators, whitespace.
 const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f]/;
 const UNSAFE_REACTION = /[\u0000-\u0020\u007f-\u009f:/\\]/;
@@ -82,6 +85,8 @@ export function paramMatches(form: ParamForm, value: string): boolean {
     case 'reaction':
       if (isFileId(value)) return true;
       return value.length > 0 && [...value].length <= 64 && !UNSAFE_REACTION.test(value);
+    case 'token':
+      return TOKEN.test(value);
     case 'text':
       return value.length > 0 && [...value].length <= MAX_PARAM_LENGTH && !UNSAFE_TEXT.test(value);
   }

@@ -12,7 +12,7 @@ export default defineRoute({
   path: '/auth/account/verify/:code',
   auth: 'none',
   // A mailed token (`<user id>.<random>`), not an invite code: a malformed one is the route's InvalidToken.
-  params: { code: 'text' },
+  params: { code: 'token' },
   async handler({ deps, meta, params }) {
     const code = params.code!;
     const userId = code.length <= 128 ? tokenUserId(code) : null;

@@ -9,6 +9,10 @@ import { isUlid } from '../../../ids.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import type { AppDeps } from '../../deps.ts';
 import { defineRoute } from '../../route.ts';
+import { readRawBody } from '../../body.ts';
+
+/** Largest webhook body read (bytes); a larger one fails verification. */
+const WEBHOOK_BODY_LIMIT = 64_000;
 
 /** One receiver per key pair (the configuration does not change while the process runs). */
 const receivers = new Map<string, WebhookReceiver>();
@@ -32,9 +36,10 @@ async function verified(ctx: Koa.Context, deps: AppDeps): Promise<WebhookEvent> 
     if (!voice.enabled) result = new AppError({ type: 'FeatureDisabled', feature: 'voice' });
     else {
       const auth = ctx.get('Authorization');
-      const raw = (ctx.request as { rawBody?: unknown }).rawBody;
+      // The body is read only for a request that carries a signature, and bounded (LiveKit's are a few KB).
+      const raw = auth ? await readRawBody(ctx, WEBHOOK_BODY_LIMIT).catch(() => '') : '';
       if (!auth) result = new AppError({ type: 'NotAuthenticated' });
-      else if (typeof raw !== 'string' || raw.length === 0) result = new AppError({ type: 'InvalidCredentials' });
+      else if (raw.length === 0) result = new AppError({ type: 'InvalidCredentials' });
       else {
         try {
           result = await receiverFor(voice.apiKey, voice.apiSecret).receive(raw, auth.replace(/^Bearer\s+/i, ''));
