@@ -10,8 +10,9 @@ import { startTestService } from './helpers/service.ts';
 import { connectReady, type Frame } from './helpers/ws.ts';
 import { DEFAULT_PERMISSION_DIRECT_MESSAGE } from '../src/permissions/user.ts';
 import { stateAt } from '../src/cli/stateCounts.ts';
-import { uploadImage } from './helpers/messages.ts';
+import { createEmoji, uploadImage } from './helpers/messages.ts';
 import { createLogger } from '../src/log.ts';
+import { newId } from '../src/ids.ts';
 
 const LIMIT = 3; // FRIEND_REQUEST_LIMIT in this file
 const GROUP = 4; // GROUP_SIZE_LIMIT in this file
@@ -145,6 +146,11 @@ t.test('relationships, DMs and groups', async (t) => {
     const reply = await bob.api.post(`/channels/${dmId}/messages`, { content: 'yo', replies: [{ id: sent.body._id, mention: true }] });
     t.same(reply.body.mentions, [alice.userId], 'a reply mention');
     t.equal((await bob.api.put(`/channels/${dmId}/messages/${sent.body._id}/reactions/%F0%9F%91%8D`)).status, 204, 'react');
+    // Any existing custom emoji works in a DM (it has no emoji of its own); an unknown one is 404.
+    const emojiServer = await createServer(alice, 'emoji home');
+    const custom = await createEmoji(s, alice, emojiServer.id, 'party');
+    t.equal((await bob.api.put(`/channels/${dmId}/messages/${sent.body._id}/reactions/${custom._id}`)).status, 204, 'a custom emoji from a server bob is not in');
+    t.same((await bob.api.put(`/channels/${dmId}/messages/${sent.body._id}/reactions/${newId()}`)).body.type, 'NotFound', 'an unknown custom emoji: 404');
     t.equal((await alice.api.patch(`/channels/${dmId}/messages/${sent.body._id}`, { content: 'edited' })).status, 200, 'edit');
     const pin = await bob.api.post(`/channels/${dmId}/messages/${sent.body._id}/pin`);
     t.same([pin.status, pin.body.permission], [403, 'ManageMessages'], 'ManageMessages is not a DM bit (as in Stoat)');
