@@ -4,6 +4,8 @@ import { createLogger } from '../../src/log.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
 import { controlKeys, generationPrefix } from '../../src/readmodel/keys.ts';
 import { rebuild } from '../../projections/rebuild.ts';
+import { openKeyStore } from '../../src/personal/keyStore.ts';
+import { PersonalDataStore } from '../../src/personal/store.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
 import type { TestUser } from './http.ts';
 import { deletePrefix, uniquePrefix, type Teardownable } from './service.ts';
@@ -89,11 +91,19 @@ export async function dumpCurrent(redis: Redis, prefix: string): Promise<Record<
 export async function dumpRebuild(
   t: Teardownable,
   redis: Redis,
-  o: { store: EventStore; redisUrl: string; prefix: string; partitions: number },
+  o: { store: EventStore; redisUrl: string; prefix: string; partitions: number; dataDir?: string },
 ): Promise<Record<string, unknown>> {
   const target = uniquePrefix();
   t.teardown(() => deletePrefix(o.redisUrl, target));
-  const r = await rebuild({ ...o, targetPrefix: target, projections: PROJECTIONS, log: createLogger('silent'), swap: false });
+  // A raw store (opened by a test after its service processes stopped) reads personal fields sealed: open them
+  // with the service's key store, as the service does.
+  let store = o.store;
+  if (o.dataDir !== undefined) {
+    const keys = openKeyStore(o.dataDir);
+    t.teardown(() => keys.close());
+    store = new PersonalDataStore(o.store, keys);
+  }
+  const r = await rebuild({ store, redisUrl: o.redisUrl, prefix: o.prefix, partitions: o.partitions, targetPrefix: target, projections: PROJECTIONS, log: createLogger('silent'), swap: false });
   return dumpGeneration(redis, generationPrefix(target, r.generation));
 }
 

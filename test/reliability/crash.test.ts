@@ -124,7 +124,7 @@ t.test('SIGKILL during message sends', async (t) => {
     if (Date.now() > end) throw new Error('the projector did not catch up after the restart');
     await new Promise((r) => setTimeout(r, 50));
   }
-  t.same(await dumpCurrent(redis, prefix), await dumpRebuild(t, redis, { store, redisUrl: TEST_REDIS_URL, prefix, partitions: 1 }), 'the same keys and values as a rebuild');
+  t.same(await dumpCurrent(redis, prefix), await dumpRebuild(t, redis, { store, redisUrl: TEST_REDIS_URL, prefix, partitions: 1, dataDir: dir }), 'the same keys and values as a rebuild');
   svc.child.kill('SIGTERM');
   await exited(svc.child);
 });
