@@ -46,6 +46,13 @@ t.test('settings sync', async (t) => {
     t.same((await fetchKeys(['ordering'])).ordering, [5, 'older write'], 'the last write wins even with an older timestamp (Stoat $set)');
     t.equal((await set({ neg: 'n' }, '?timestamp=-42')).status, 204);
     t.same((await fetchKeys(['neg'])).neg, [-42, 'n'], 'a negative timestamp is a valid i64');
+    // The Stoat web client sends its timestamp in the body: taken as the timestamp, not stored as a key.
+    t.equal((await set({ timestamp: 1700000000123, notifications: '{"server":{}}' })).status, 204, "the web client's body form");
+    t.same(await fetchKeys(['notifications', 'timestamp']), { notifications: [1700000000123, '{"server":{}}'] }, 'body timestamp used; no "timestamp" key stored');
+    t.equal((await set({ timestamp: 1700000000999, notifications: 'q' }, '?timestamp=1700000000456')).status, 204);
+    t.same((await fetchKeys(['notifications'])).notifications, [1700000000456, 'q'], 'the query timestamp wins over the body one');
+    t.equal((await set({ timestamp: 'a string', k: 'v' })).status, 204, 'a string "timestamp" is an ordinary setting');
+    t.same((await fetchKeys(['timestamp'])).timestamp?.[1], 'a string');
   });
 
   t.test('keys are data, never object properties', async (t) => {
@@ -68,7 +75,7 @@ t.test('settings sync', async (t) => {
     await bad('a number value', set({ k: 1 }));
     await bad('an object value', set({ k: {} }));
     await bad('an array body', set(['k']));
-    await bad('timestamp in the body (the clients send it in the query)', set({ k: 'v', timestamp: 5 }));
+    await bad('a fractional timestamp in the body', set({ k: 'v', timestamp: 1.5 }));
     await bad('a non-integer timestamp', set({ k: 'v' }, '?timestamp=abc'));
     await bad('a fractional timestamp', set({ k: 'v' }, '?timestamp=1.5'));
     await bad('a timestamp beyond 2^53', set({ k: 'v' }, '?timestamp=9223372036854775807'));

@@ -1,4 +1,4 @@
-// POST /sync/settings/set?timestamp= — {key: "value"} → 204; UserSettingsUpdate to the caller's sockets.
+// POST /sync/settings/set?timestamp= — {key: "value"} (the web client: {timestamp, key: "value"}) → 204; UserSettingsUpdate to the caller's sockets.
 import { decideSetSettings } from '../../../domain/settings/setSettings.ts';
 import { settingsStream } from '../../../domain/settings/events.ts';
 import { rm } from '../../../readmodel/keys.ts';
@@ -19,7 +19,7 @@ export default defineRoute({
     await deps.executor.execute(rc.meta, [stream], async () => {
       const revision = (await deps.readModels.getJson<number>(rm.userSettingsRevision(caller.userId))) ?? -1;
       const stored = await deps.readModels.redis.hkeys(deps.readModels.key(rm.userSettings(caller.userId)));
-      const events = decideSetSettings({ settings: body, timestamp: query.timestamp }, new Set(stored), { now: deps.now() });
+      const events = decideSetSettings({ settings: body.pairs, timestamp: query.timestamp ?? body.timestamp }, new Set(stored), { now: deps.now() });
       return { writes: [{ stream, scope: caller.userId, expected: expectedOf(revision), events }], result: undefined };
     });
     return NO_CONTENT;
