@@ -37,7 +37,7 @@ import type {
   Subscription,
 } from './port.ts';
 import { WrongExpectedRevisionError } from './port.ts';
-import { validateEvents, validateWrites } from './validate.ts';
+import { matchesExpected as matches, validateEvents, validateWrites } from './validate.ts';
 
 /** Options of the Postgres store. */
 export interface PostgresStoreOptions {
@@ -478,12 +478,6 @@ export class PostgresEventStore implements EventStore {
 /** Opens (and creates or migrates) the Postgres store at a `postgres://` URL. */
 export function openPostgresEventStore(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresEventStore> {
   return PostgresEventStore.open(url, opts);
-}
-
-function matches(expected: ExpectedRevision, actual: number): boolean {
-  if (expected === 'any') return true;
-  if (expected === 'no_stream') return actual === -1;
-  return expected === actual;
 }
 
 function toRecorded(r: Row): RecordedEvent {

@@ -28,7 +28,7 @@ import type {
   Subscription,
 } from './port.ts';
 import { WrongExpectedRevisionError } from './port.ts';
-import { validateEvents, validateWrites } from './validate.ts';
+import { matchesExpected as matches, validateEvents, validateWrites } from './validate.ts';
 
 /** Options of the SQLite store. */
 export interface SqliteStoreOptions {
@@ -321,12 +321,6 @@ export class SqliteEventStore implements EventStore {
     this.wake();
     this.db.close();
   }
-}
-
-function matches(expected: ExpectedRevision, actual: number): boolean {
-  if (expected === 'any') return true;
-  if (expected === 'no_stream') return actual === -1;
-  return expected === actual;
 }
 
 function toRecorded(r: Row): RecordedEvent {

@@ -7,7 +7,7 @@
  *   once — also counting names that differ only in case as the same stream (KurrentDB's multi-stream append
  *   refuses them as duplicates).
  */
-import type { NewEvent, StreamWrite } from './port.ts';
+import type { ExpectedRevision, NewEvent, StreamWrite } from './port.ts';
 
 /** The append was refused before reaching the store: nothing was written. */
 export class InvalidAppendError extends TypeError {
@@ -43,4 +43,11 @@ export function validateWrites(writes: StreamWrite[]): void {
     }
     seen.set(key, w.stream);
   }
+}
+
+/** Whether a stream at revision `actual` (-1: no stream) satisfies an append's expected revision (SQLite, PostgreSQL). */
+export function matchesExpected(expected: ExpectedRevision, actual: number): boolean {
+  if (expected === 'any') return true;
+  if (expected === 'no_stream') return actual === -1;
+  return expected === actual;
 }
