@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { TAGS } from '../workers/media/policy.ts';
+import { isValidAllowList, outboundPolicy, type OutboundPolicy } from './outbound/policy.ts';
 
 /** The roles a process can run (DESIGN §2). */
 export const ROLE_NAMES = ['api', 'media', 'projector', 'worker'] as const;
@@ -141,6 +142,8 @@ const schema = z
     METRICS_PORT: port.optional(),
     /** Address the metrics listener binds to (loopback unless the operator opens it on purpose). */
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+    /** Private ranges (comma-separated CIDRs) that outbound requests — previews, the image proxy, push — may reach; empty = none. */
+    OUTBOUND_ALLOW_PRIVATE: z.string().refine(isValidAllowList, 'comma-separated CIDRs or addresses, e.g. 127.0.0.0/8,10.0.0.0/8').optional(),
   })
   .superRefine((c, ctx) => {
     if (c.VOICE_ENABLED) {
@@ -228,6 +231,8 @@ export interface Config {
   userServerLimit: number;
   /** `GET /metrics` listener: port (undefined = not served) and bind address. */
   metrics: { port: number | undefined; host: string };
+  /** Where outbound requests may connect (OUTBOUND_ALLOW_PRIVATE parsed; global unicast is always allowed). */
+  outbound: OutboundPolicy;
 }
 
 /** Decodes SECRETS_KEY: 64+ hex characters, or base64 of at least 32 bytes; null otherwise. */
@@ -324,6 +329,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     accountInvites: c.ACCOUNT_INVITES,
     userServerLimit: c.USER_SERVER_LIMIT,
     metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
+    outbound: outboundPolicy(c.OUTBOUND_ALLOW_PRIVATE),
   };
 }
 
