@@ -106,6 +106,11 @@ export const rm = {
    * of the bulk's `MessageDeleted` events, read and removed by its last one, all of one atomic append.
    */
   auditBulk: (serverId: string, channelId: string, requestId: string) => `audit:${serverId}:bulk:${channelId}:${requestId}`,
+  /**
+   * Hash channel id → `{default_permissions?, role_permissions?}` of a server's deleted channels as they last
+   * were (projection `audit`): the audit route decides a reader's access to an entry of a channel that is gone.
+   */
+  auditGoneChannels: (serverId: string) => `audit:${serverId}:gone`,
 
   /**
    * Sorted set of the channel's message ids, all with score 0, so ZRANGEBYLEX pages through them in ULID
