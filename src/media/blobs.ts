@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { isFileId } from '../http/params.ts';
 
 /** The blob directory of one service. */
 export class BlobStore {
@@ -87,8 +88,8 @@ export class BlobStore {
   }
 }
 
-/** File ids are ULIDs; anything else must never reach a path. */
+/** File ids are nanoids (or ULIDs of older uploads); anything else must never reach a path. */
 function safeId(fileId: string): string {
-  if (!/^[0-9A-Za-z]{1,64}$/.test(fileId)) throw new Error(`not a file id: ${JSON.stringify(fileId)}`);
+  if (!isFileId(fileId)) throw new Error(`not a file id: ${JSON.stringify(fileId)}`);
   return fileId;
 }

@@ -90,6 +90,13 @@ export const rm = {
 
   /** FileRecord JSON of a processed upload: File object, uploader, tag, usedFor/referenced, revision (projection `files`). */
   file: (fileId: string) => `file:${fileId}`,
+  /**
+   * `{at, by}` JSON once nothing uses the file any more (its message, avatar, icon, banner, background or
+   * emoji was deleted or replaced): the media server stops serving it (projection `fileUses`).
+   */
+  fileDetached: (fileId: string) => `file:${fileId}:detached`,
+  /** Hash file id → message id of the files (attachments, embed media) used by a channel's messages (projection `fileUses`). */
+  channelFiles: (channelId: string) => `channel:${channelId}:files`,
 
   /** Hash entry id → AuditEntry JSON of a server's audit log (projection `audit`). */
   auditEntries: (serverId: string) => `audit:${serverId}:entries`,
