@@ -7,6 +7,9 @@ import { z } from 'zod';
 import { TAGS } from '../workers/media/policy.ts';
 
 /** The roles a process can run (DESIGN §2). */
+
+/** The largest SERVER_CHANNEL_LIMIT accepted (also the absolute cap on a server's categories in a request body). */
+export const MAX_SERVER_CHANNEL_LIMIT = 100_000;
 export const ROLE_NAMES = ['api', 'media', 'projector', 'worker'] as const;
 /** One role. */
 export type RoleName = (typeof ROLE_NAMES)[number];
@@ -66,7 +69,7 @@ const schema = z
       .regex(/^\d+(,\d+)*$/, 'comma-separated partition numbers')
       .optional()
       .transform((s) => (s === undefined ? undefined : s.split(',').map(Number))),
-    SERVER_CHANNEL_LIMIT: z.coerce.number().int().min(1).max(100_000).default(200),
+    SERVER_CHANNEL_LIMIT: z.coerce.number().int().min(1).max(MAX_SERVER_CHANNEL_LIMIT).default(200),
     /** Most members of a group (Stoat's `group_size`, 100). */
     GROUP_SIZE_LIMIT: z.coerce.number().int().min(2).max(10_000).default(100),
     /** Most pending outgoing friend requests per user (Stoat's `outgoing_friend_requests`, 10). */
