@@ -97,6 +97,8 @@ export const rm = {
   fileDetached: (fileId: string) => `file:${fileId}:detached`,
   /** Hash file id → message id of the files (attachments, embed media) used by a channel's messages (projection `fileUses`). */
   channelFiles: (channelId: string) => `channel:${channelId}:files`,
+  /** Sorted set of processed uploads nothing used yet, scored by upload time in ms (projection `files`; read by the sweep). */
+  unattachedFiles: () => 'files:unattached',
 
   /** Hash entry id → AuditEntry JSON of a server's audit log (projection `audit`). */
   auditEntries: (serverId: string) => `audit:${serverId}:entries`,
