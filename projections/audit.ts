@@ -21,6 +21,9 @@
  * bulk; each of them records its message's author in a small hash (`rm.auditBulk`), which the last one reads
  * into its entry and removes, in the same batch or a later one (the hash commits with the checkpoint).
  *
+ * A deleted channel's permission overrides are kept (`rm.auditGoneChannels`), so the route can still tell
+ * whether a reader could see that channel and redact its entries otherwise.
+ *
  * A deleted server's log is dropped with it (`ServerDeleted`): nobody can be a member of a deleted server, so
  * the route could never serve it again, and keeping it would grow Redis forever. Nothing is lost: the events
  * stay in the store, and `npm run events -- state --at <position before the deletion> --server <id>`
@@ -98,6 +101,17 @@ async function dropLog(tx: ProjectionTx, serverId: string): Promise<void> {
   tx.del(rm.auditIndexes(serverId));
   tx.del(rm.auditIndex(serverId));
   tx.del(rm.auditEntries(serverId));
+  tx.del(rm.auditGoneChannels(serverId));
+}
+
+/** Keeps a deleted channel's overrides: the route decides readers' access to its entries by them. */
+function rememberGoneChannel(tx: ProjectionTx, e: StoredEvent, facts: AuditFacts): void {
+  if (e.type !== 'ChannelDeleted' || !facts.channel) return;
+  const c = facts.channel;
+  const overrides: Pick<ChannelState, 'default_permissions' | 'role_permissions'> = {};
+  if (c.default_permissions !== undefined) overrides.default_permissions = c.default_permissions;
+  if (c.role_permissions !== undefined) overrides.role_permissions = c.role_permissions;
+  tx.hsetJson(rm.auditGoneChannels(facts.server._id), c._id, overrides);
 }
 
 export const auditProjection: Projection = {
@@ -112,5 +126,6 @@ export const auditProjection: Projection = {
     if (!facts) return;
     const entry = auditEntryOf(e, facts);
     if (entry) writeEntry(tx, entry);
+    rememberGoneChannel(tx, e, facts);
   },
 };

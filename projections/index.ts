@@ -1,12 +1,14 @@
 /**
  * Every read-model projection, in the order they run for an event. A feature adds its projection here.
- * `audit` runs before the projections whose state it reads as "before" (servers, channels): see its header.
+ * `audit` and `fileUses` run before the projections whose state they read as "before" (accounts, servers,
+ * channels, messages …): see their headers.
  */
 import { accountsProjection } from './accounts.ts';
 import { auditProjection } from './audit.ts';
 import { channelsProjection } from './channels.ts';
 import { emojisProjection } from './emojis.ts';
 import { filesProjection } from './files.ts';
+import { fileUsesProjection } from './fileUses.ts';
 import { messagesProjection } from './messages.ts';
 import { moderationProjection } from './moderation.ts';
 import { voiceProjection } from './voice.ts';
@@ -19,6 +21,8 @@ import type { Projection } from './types.ts';
 
 export const PROJECTIONS: readonly Projection[] = [
   auditProjection,
+  // Before the projections keeping the state of the objects that use files (it reads their before-state).
+  fileUsesProjection,
   accountsProjection,
   serversProjection,
   channelsProjection,

@@ -8,6 +8,9 @@ import { TAGS } from '../workers/media/policy.ts';
 import { isValidAllowList, outboundPolicy, type OutboundPolicy } from './outbound/policy.ts';
 
 /** The roles a process can run (DESIGN §2). */
+
+/** The largest SERVER_CHANNEL_LIMIT accepted (also the absolute cap on a server's categories in a request body). */
+export const MAX_SERVER_CHANNEL_LIMIT = 100_000;
 export const ROLE_NAMES = ['api', 'media', 'projector', 'worker'] as const;
 /** One role. */
 export type RoleName = (typeof ROLE_NAMES)[number];
@@ -67,7 +70,7 @@ const schema = z
       .regex(/^\d+(,\d+)*$/, 'comma-separated partition numbers')
       .optional()
       .transform((s) => (s === undefined ? undefined : s.split(',').map(Number))),
-    SERVER_CHANNEL_LIMIT: z.coerce.number().int().min(1).max(100_000).default(200),
+    SERVER_CHANNEL_LIMIT: z.coerce.number().int().min(1).max(MAX_SERVER_CHANNEL_LIMIT).default(200),
     /** Most members of a group (Stoat's `group_size`, 100). */
     GROUP_SIZE_LIMIT: z.coerce.number().int().min(2).max(10_000).default(100),
     /** Most pending outgoing friend requests per user (Stoat's `outgoing_friend_requests`, 10). */
@@ -82,6 +85,8 @@ const schema = z
     PROJECTION_WAIT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
     /** Milliseconds an upload waits for its processing job before answering 503. */
     UPLOAD_DEADLINE_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+    UNATTACHED_FILE_MAX_AGE_MS: z.coerce.number().int().min(1_000).max(365 * 86_400_000).default(86_400_000),
+    FILE_SWEEP_INTERVAL_MS: z.coerce.number().int().min(0).max(86_400_000).default(600_000),
     /** Milliseconds an upload's body may go without a byte before it is answered 408 and dropped. */
     UPLOAD_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
     /** Milliseconds an upload's whole body may take to arrive before it is answered 408 and dropped. */
@@ -204,6 +209,10 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   projectionWaitMs: number;
   uploadDeadlineMs: number;
+  /** UNATTACHED_FILE_MAX_AGE_MS: an upload nothing used within this long is swept (its id 404, its bytes removed). */
+  unattachedFileMaxAgeMs: number;
+  /** FILE_SWEEP_INTERVAL_MS: how often a worker sweeps unattached uploads; 0 = never. */
+  fileSweepIntervalMs: number;
   /** An upload body with no byte for this long (ms) is cut off: 408 (slow-loris). */
   uploadIdleTimeoutMs: number;
   /** An upload body not received within this long (ms) is cut off: 408. */
@@ -307,6 +316,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: c.LOG_LEVEL,
     projectionWaitMs: c.PROJECTION_WAIT_MS,
     uploadDeadlineMs: c.UPLOAD_DEADLINE_MS,
+    unattachedFileMaxAgeMs: c.UNATTACHED_FILE_MAX_AGE_MS,
+    fileSweepIntervalMs: c.FILE_SWEEP_INTERVAL_MS,
     uploadIdleTimeoutMs: c.UPLOAD_IDLE_TIMEOUT_MS,
     uploadBodyTimeoutMs: c.UPLOAD_BODY_TIMEOUT_MS,
     mediaConcurrency: c.MEDIA_CONCURRENCY,

@@ -29,6 +29,7 @@ import type { FileObject } from './domain/shared.ts';
 import type { Write } from './commands.ts';
 import type { Config } from './config.ts';
 import { AppError } from './errors.ts';
+import { isFileId } from './http/params.ts';
 import type { ReadModels } from './readmodel/reader.ts';
 import { rm } from './readmodel/keys.ts';
 import type { Tag } from '../workers/media/policy.ts';
@@ -128,6 +129,8 @@ export interface ReferencedFile {
 export async function referenceFile(deps: ReferenceDeps, ref: ReferenceFile): Promise<ReferencedFile> {
   const { fileId, filename } = parseAvatarUrl(ref.url, deps.config.mediaPublicUrl);
   const record = await loadFile(deps, fileId);
+  // A file whose avatar was replaced or deleted is served no more: a masquerade cannot bring it back.
+  if (record && (await isDetached(deps, fileId))) throw new AppError({ type: 'NotFound' });
   if (record && filename !== undefined && filename !== 'original' && filename !== record.file.filename) {
     throw new AppError({ type: 'NotFound' });
   }
@@ -155,7 +158,7 @@ export function parseAvatarUrl(url: string, mediaPublicUrl: string): { fileId: s
   const basePath = base.pathname.replace(/\/+$/, '');
   if (!u.pathname.startsWith(`${basePath}/avatars/`)) throw bad();
   const rest = u.pathname.slice(basePath.length + '/avatars/'.length).split('/');
-  if (rest.length > 2 || !/^[0-9A-Za-z]{1,64}$/.test(rest[0] ?? '')) throw bad();
+  if (rest.length > 2 || !isFileId(rest[0] ?? '')) throw bad();
   if (rest.length === 1) return { fileId: rest[0]! };
   let filename: string;
   try {
@@ -167,8 +170,13 @@ export function parseAvatarUrl(url: string, mediaPublicUrl: string): { fileId: s
   return { fileId: rest[0]!, filename };
 }
 
+/** Whether whatever used the file let go of it (deleted or replaced): it is served no more. */
+export async function isDetached(deps: FileDeps, fileId: string): Promise<boolean> {
+  return (await deps.readModels.getJson(rm.fileDetached(fileId))) !== null;
+}
+
 /** The file's read model, or null (unknown or abandoned). */
 export async function loadFile(deps: FileDeps, fileId: string): Promise<FileRecord | null> {
-  if (!/^[0-9A-Za-z]{1,64}$/.test(fileId)) return null;
+  if (!isFileId(fileId)) return null;
   return deps.readModels.getJson<FileRecord>(rm.file(fileId));
 }

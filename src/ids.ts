@@ -1,6 +1,7 @@
 /** Identifier generation: ULIDs for every object (clients read timestamps out of them), UUIDs for events. */
 import { randomFillSync, randomInt, randomUUID } from 'node:crypto';
-import { monotonicFactory, decodeTime, isValid } from 'ulid';
+import { nanoid } from 'nanoid';
+import { monotonicFactory, decodeTime, isValid, ulid } from 'ulid';
 
 // The library's own generator asks the system for one random byte per character (16 calls per id, about
 // 0.1 ms under load); the same cryptographic bytes are drawn from a pool refilled 4 KiB at a time.
@@ -15,6 +16,21 @@ function pooledRandom(): number {
 }
 
 const next = monotonicFactory(pooledRandom);
+
+/** Length of a file id (Stoat's autumn: a 42-character nanoid). */
+export const FILE_ID_LENGTH = 42;
+
+/**
+ * A new file id, as Stoat's autumn makes them: 42 characters of nanoid's URL-safe alphabet (`[A-Za-z0-9_-]`,
+ * ~252 random bits), so no upload's id can be guessed from another's (monotonic ULIDs made in the same
+ * millisecond differ by one). An `emojis` upload gets a ULID instead, since its id becomes the emoji's id and
+ * clients recognise custom emoji (`:<id>:`) by the ULID form — but a fresh random one (80 random bits), never
+ * from the monotonic factory.
+ */
+export function newFileId(tag: string): string {
+  if (tag === 'emojis') return ulid(undefined, pooledRandom);
+  return nanoid(FILE_ID_LENGTH);
+}
 
 /** A new ULID (monotonic within this process). */
 export function newId(now?: number): string {

@@ -229,6 +229,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     mediaWorkers = startMediaWorkers({ config, log, store, blobs });
     log.info({ concurrency: config.mediaConcurrency, default: config.mediaConcurrencyDefault }, 'media workers started');
   }
+  let fileSweeper: { close(): Promise<void> } | undefined;
+  if (config.roles.includes('worker')) {
+    const { startFileSweeper } = await import('./media/sweep.ts');
+    fileSweeper = startFileSweeper({ store, readModels, blobs, log, now }, config.fileSweepIntervalMs, config.unattachedFileMaxAgeMs);
+  }
   let mailWorker: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker') && config.email) {
     const { startMailWorker } = await import('../workers/mail/worker.ts');
@@ -330,6 +335,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         for (const u of untrack) u();
         for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
         await uploads?.close();
+        await fileSweeper?.close();
         await mediaWorkers?.close();
         await mailWorker?.close();
         await mail?.close();

@@ -107,7 +107,7 @@ t.test('stoat.js against the service', async (t) => {
   // Upload a file to the media server and use it as the avatar.
   const png = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#3366ff' } }).png().toBuffer();
   const fileId = await owner.uploadFile('avatars', new File([png], 'avatar.png', { type: 'image/png' }));
-  t.match(fileId, /^[0-9A-Z]{26}$/, 'the upload answers a ULID');
+  t.match(fileId, /^[A-Za-z0-9_-]{42}$/, 'the upload answers a 42-character nanoid, as Stoat');
   await owner.user!.edit({ avatar: fileId });
   await until('UserUpdate brings the avatar to the owner\'s client', () => owner.user?.avatar?.id === fileId);
   await until('and to the member sharing the server', () => member.users.get(owner.user!.id)?.avatar?.id === fileId);

@@ -91,7 +91,8 @@ t.test('using and serving files', async (t) => {
     t.equal(removed.status, 200);
     t.notOk(removed.body.avatar);
     t.same(removed.body.profile, { content: 'hi' });
-    t.equal((await get(`${s.mediaUrl}/avatars/${avatar}`)).status, 200);
+    t.equal((await get(`${s.mediaUrl}/avatars/${avatar}`)).status, 404, 'a replaced avatar is served no more (issue 17)');
+    t.equal((await get(`${s.mediaUrl}/avatars/${second}`)).status, 404, 'nor a removed one');
     t.equal((await alice.api.patch('/users/@me', { avatar: second })).status, 404, 'a removed avatar is still used');
     // Nothing else of the edit lands when a file is refused (one atomic append).
     const refused = await alice.api.patch('/users/@me', { display_name: 'Changed', avatar: second });

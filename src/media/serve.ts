@@ -7,18 +7,21 @@ import fs from 'node:fs';
 import type Koa from 'koa';
 import { isServable, type FileRecord } from '../domain/file/state.ts';
 import { AppError } from '../errors.ts';
-import { loadFile } from '../files.ts';
+import { isDetached, loadFile } from '../files.ts';
 import { isTag } from '../../workers/media/policy.ts';
 import type { MediaDeps } from './deps.ts';
 
 /** Cache-Control of every file response (autumn's). */
 export const FILE_CACHE_CONTROL = 'public, max-age=604800, must-revalidate';
 
-/** The file a GET names, when it exists under that tag and something used or referenced it; else 404. */
+/**
+ * The file a GET names, when it exists under that tag, something used or referenced it and whatever used it
+ * still does (not deleted or replaced: `projections/fileUses.ts`); else 404.
+ */
 export async function servableFile(deps: MediaDeps, tag: string | undefined, fileId: string | undefined): Promise<FileRecord> {
   if (!tag || !fileId || !isTag(tag)) throw new AppError({ type: 'NotFound' });
   const record = await loadFile(deps, fileId);
-  if (!record || record.tag !== tag || !isServable(record)) throw new AppError({ type: 'NotFound' });
+  if (!record || record.tag !== tag || !isServable(record) || (await isDetached(deps, fileId))) throw new AppError({ type: 'NotFound' });
   return record;
 }
 

@@ -90,6 +90,15 @@ export const rm = {
 
   /** FileRecord JSON of a processed upload: File object, uploader, tag, usedFor/referenced, revision (projection `files`). */
   file: (fileId: string) => `file:${fileId}`,
+  /**
+   * `{at, by}` JSON once nothing uses the file any more (its message, avatar, icon, banner, background or
+   * emoji was deleted or replaced): the media server stops serving it (projection `fileUses`).
+   */
+  fileDetached: (fileId: string) => `file:${fileId}:detached`,
+  /** Hash file id → message id of the files (attachments, embed media) used by a channel's messages (projection `fileUses`). */
+  channelFiles: (channelId: string) => `channel:${channelId}:files`,
+  /** Sorted set of processed uploads nothing used yet, scored by upload time in ms (projection `files`; read by the sweep). */
+  unattachedFiles: () => 'files:unattached',
 
   /** Hash entry id → AuditEntry JSON of a server's audit log (projection `audit`). */
   auditEntries: (serverId: string) => `audit:${serverId}:entries`,
@@ -106,6 +115,11 @@ export const rm = {
    * of the bulk's `MessageDeleted` events, read and removed by its last one, all of one atomic append.
    */
   auditBulk: (serverId: string, channelId: string, requestId: string) => `audit:${serverId}:bulk:${channelId}:${requestId}`,
+  /**
+   * Hash channel id → `{default_permissions?, role_permissions?}` of a server's deleted channels as they last
+   * were (projection `audit`): the audit route decides a reader's access to an entry of a channel that is gone.
+   */
+  auditGoneChannels: (serverId: string) => `audit:${serverId}:gone`,
 
   /**
    * Sorted set of the channel's message ids, all with score 0, so ZRANGEBYLEX pages through them in ULID

@@ -237,6 +237,11 @@ export class ReadModels {
     return reverse ? this.redis.zrevrangebylex(key, max, min, 'LIMIT', 0, limit) : this.redis.zrangebylex(key, min, max, 'LIMIT', 0, limit);
   }
 
+  /** Members of a sorted set with a score of at most `max`, lowest first, at most `limit` of them. */
+  async zrangeByScore(logical: string, max: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.key(logical), '-inf', max, 'LIMIT', 0, limit);
+  }
+
   /** Members of a set. */
   async smembers(logical: string): Promise<string[]> {
     return this.redis.smembers(this.key(logical));

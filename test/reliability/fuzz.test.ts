@@ -125,8 +125,9 @@ t.test('fuzzing every route', async (t) => {
     message_id: [message.body._id],
     session_id: [member.sessionId],
     code: [invite.body._id],
-    emoji: ['%F0%9F%91%8D', '01ARZ3NDEKTSV4RRFFQ69G5FAV'],
-    emoji_id: ['01ARZ3NDEKTSV4RRFFQ69G5FAV'],
+    emoji: ['%F0%9F%91%8D', '01ARZ3NDEKTSV4RRFFQ69G5FAV', 'V1StGXR8_Z5jdHi6B-myTV1StGXR8_Z5jdHi6B-myT'],
+    // Emoji ids are ULIDs (as Stoat's emoji uploads); other file ids are 42-character nanoids.
+    emoji_id: ['01ARZ3NDEKTSV4RRFFQ69G5FAV', 'V1StGXR8_Z5jdHi6B-myTV1StGXR8_Z5jdHi6B-myT'],
     report_id: [reportId],
   };
   const paramValue = (name: string) =>

@@ -101,6 +101,27 @@ export interface AuditEntry {
   changes: Record<string, AuditChange>;
   /** Further ids locating the target (`{role}` of a channel role override, `{channel, author}` of a message …). */
   context?: Record<string, string>;
+  /**
+   * Set (only in the route's answer, never stored) when the reader cannot view the entry's channel: the
+   * entry keeps its action, actor, target, time and reason and `context.channel`; `changes` is empty.
+   */
+  redacted?: true;
+}
+
+/** The channel an entry is about or happened in (`context.channel`, or a Channel target); none for others. */
+export function auditEntryChannel(e: AuditEntry): string | undefined {
+  if (e.context !== undefined && Object.hasOwn(e.context, 'channel')) return e.context.channel;
+  if (e.target.type === 'Channel') return e.target.id;
+  return undefined;
+}
+
+/** The entry as a reader who cannot view its channel sees it: no changes, no context but the channel. */
+export function redactAuditEntry(e: AuditEntry): AuditEntry {
+  const { changes: _changes, context: _context, ...rest } = e;
+  const out: AuditEntry = { ...rest, changes: {}, redacted: true };
+  const channel = auditEntryChannel(e);
+  if (channel !== undefined && e.target.type !== 'Channel') out.context = { channel };
+  return out;
 }
 
 /** The event types that can produce an entry, plus `ServerDeleted` (which drops the server's log). */

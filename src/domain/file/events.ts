@@ -49,6 +49,14 @@ export const fileEvents = {
     /** What uses it. */
     usedFor: FileUsedFor,
   }),
+  /**
+   * Nothing used the upload within UNATTACHED_FILE_MAX_AGE_MS: the sweep retired it (appended at the revision
+   * it saw, so it loses against a concurrent use). Its id never resolves again and its bytes are removed.
+   */
+  FileExpired: z.object({
+    /** Why: only `unattached` for now. */
+    reason: z.literal('unattached'),
+  }),
   /** Something referenced the file without consuming it (masquerade avatar): servable from now on. */
   FileReferenced: z.object({
     /** The first thing that referenced it. */

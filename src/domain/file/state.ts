@@ -29,6 +29,8 @@ export function evolveFile(state: FileRecord | null, e: DomainEvent, revision: n
       return state && { ...state, usedFor: e.data.usedFor, revision };
     case 'FileReferenced':
       return state && { ...state, referenced: true, revision };
+    case 'FileExpired':
+      return null;
     default:
       return state && { ...state, revision };
   }

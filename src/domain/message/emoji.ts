@@ -22,9 +22,9 @@ export function isUnicodeEmoji(s: string): boolean {
   return RGI_EMOJI.test(first + '\uFE0F' + bare.slice(first.length));
 }
 
-/** True for something shaped like a custom emoji id (a ULID). */
+/** True for something shaped like a custom emoji id: its upload's id (a 42-character nanoid, or a ULID of an older upload). */
 export function isCustomEmojiId(s: string): boolean {
-  return /^[0-9A-HJKMNP-TV-Z]{26}$/.test(s);
+  return /^[A-Za-z0-9_-]{42}$/.test(s) || /^[0-9A-HJKMNP-TV-Z]{26}$/.test(s);
 }
 
 /** How a reaction key is to be treated: a Unicode emoji, a custom emoji id to look up, or neither. */

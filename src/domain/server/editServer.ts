@@ -8,6 +8,15 @@ import type { FileObject } from '../shared.ts';
 import type { CallerContext } from './caller.ts';
 import type { ServerView } from './state.ts';
 
+/** Default bound of `categories` when the context gives none (SERVER_CHANNEL_LIMIT's default). */
+export const DEFAULT_CATEGORY_LIMIT = 200;
+
+/** The caller, and the server channel limit that bounds categories. */
+export interface EditServerContext extends CallerContext {
+  /** SERVER_CHANNEL_LIMIT: at most this many categories, and this many channel ids across them. */
+  channelLimit?: number;
+}
+
 /** Input of EditServer; absent fields are unchanged. */
 export interface EditServer {
   name?: string | undefined;
@@ -31,9 +40,10 @@ export interface EditServer {
  * Revolt's order: an empty edit changes nothing; ManageServer for any of name, description, icon, banner,
  * system messages, analytics or `remove`; flags/discoverable need a privileged user; ManageChannel for categories; system
  * message channels must be the server's (404 NotFound); a channel in two categories → 400 InvalidOperation;
+ * more categories, or more channel ids across them, than the server channel limit → 400 FailedValidation;
  * unknown channel ids are dropped from categories.
  */
-export function decideEditServer(cmd: EditServer, view: ServerView, ctx: CallerContext): DomainEvent[] {
+export function decideEditServer(cmd: EditServer, view: ServerView, ctx: EditServerContext): DomainEvent[] {
   const { server } = view;
   const p = ctx.caller.permissions;
   const touchesServer =
@@ -55,6 +65,11 @@ export function decideEditServer(cmd: EditServer, view: ServerView, ctx: CallerC
   }
   let categories: CategoryObject[] | undefined;
   if (cmd.categories) {
+    // Bounded like the channels they group: a category per channel at most, each channel in one category.
+    const limit = ctx.channelLimit ?? DEFAULT_CATEGORY_LIMIT;
+    if (cmd.categories.length > limit) throw new AppError({ type: 'FailedValidation', error: `at most ${limit} categories` });
+    const listed = cmd.categories.reduce((sum, c) => sum + c.channels.length, 0);
+    if (listed > limit) throw new AppError({ type: 'FailedValidation', error: `at most ${limit} channels across categories` });
     const seen = new Set<string>();
     categories = cmd.categories.map((c) => {
       for (const id of c.channels) {

@@ -12,10 +12,13 @@ import { countRefusal } from '../../metrics/registry.ts';
 /** The headers, in the order clients read them. */
 export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset-After', 'X-RateLimit-Bucket'];
 
-/** The key of the caller: its session, or its IP without one. */
+/**
+ * The key of the caller: its user (every session of one user shares one budget, so logging in again — or
+ * uploading from several sessions — never resets or multiplies the limits), or its IP without a session.
+ */
 export function callerKey(ctx: Koa.Context): string {
-  const sessionId = ctx.state.caller?.sessionId as string | undefined;
-  return sessionId ? `s:${sessionId}` : `ip:${ctx.ip}`;
+  const userId = ctx.state.caller?.userId as string | undefined;
+  return userId ? `u:${userId}` : `ip:${ctx.ip}`;
 }
 
 /** Outermost: writes the headers once the response is known. */

@@ -19,7 +19,7 @@ import type { Readable, Writable } from 'node:stream';
 import multer from '@koa/multer';
 import type Koa from 'koa';
 import { AppError } from '../../errors.ts';
-import { newId } from '../../ids.ts';
+import { newFileId } from '../../ids.ts';
 import { POLICIES, TAGS, type Tag, type TagPolicy } from '../../../workers/media/policy.ts';
 import type { MediaRoute } from '../route.ts';
 import type { MediaDeps } from '../deps.ts';
@@ -63,11 +63,12 @@ class IncomingStorage implements StorageEngine {
 
   constructor(
     private readonly dir: string,
+    private readonly tag: Tag,
     private readonly onLimit: (req: IncomingMessage) => void,
   ) {}
   _handleFile(req: IncomingMessage, file: multer.File, cb: (error?: unknown, info?: multer.File) => void): void {
     const source = (file as multer.File & { stream: Readable }).stream;
-    const fileId = newId();
+    const fileId = newFileId(this.tag);
     const target = path.join(this.dir, fileId);
     const out = fs.createWriteStream(target, { flags: 'wx' });
     let settle!: () => void;
@@ -137,7 +138,7 @@ function uploadRoute(tag: Tag, deps: MediaDeps): MediaRoute {
   const cutOffs = new WeakMap<IncomingMessage, () => void>();
   /** Per request: the parser it is piped into, and a callback for each chunk of its body. */
   const feeds = new WeakMap<IncomingMessage, { onData: () => void; parser?: Writable }>();
-  const storage = new IncomingStorage(deps.blobs.incomingDir, (req) => cutOffs.get(req)?.());
+  const storage = new IncomingStorage(deps.blobs.incomingDir, tag, (req) => cutOffs.get(req)?.());
   const parse = multer({
     storage,
     limits: { ...FORM_LIMITS, fileSize: policy.maxBytes },

@@ -1,6 +1,6 @@
 // GET /custom/emoji/:emoji_id — the Emoji (public, as in Stoat: clients render custom emoji of servers the viewer is not in).
 import { AppError } from '../../../errors.ts';
-import { isUlid } from '../../../ids.ts';
+import { isFileId } from '../../params.ts';
 import type { EmojiObject } from '../../../domain/models.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { defineRoute } from '../../route.ts';
@@ -11,8 +11,8 @@ export default defineRoute({
   auth: 'none',
   async handler(rc) {
     const id = rc.params.emoji_id!;
-    // An emoji's id is its upload's id, a ULID.
-    if (!isUlid(id)) throw new AppError({ type: 'NotFound' });
+    // An emoji's id is its upload's id.
+    if (!isFileId(id)) throw new AppError({ type: 'NotFound' });
     const emoji = await rc.deps.readModels.getJson<EmojiObject>(rm.emoji(id));
     if (!emoji) throw new AppError({ type: 'NotFound' });
     return emoji;

@@ -2,7 +2,10 @@
 import { z } from 'zod';
 import { serverAccess } from '../../../access.ts';
 import type { UserProfile } from '../../../domain/account/state.ts';
-import { AUDIT_ACTIONS, type AuditEntry } from '../../../domain/audit/entries.ts';
+import { AUDIT_ACTIONS, auditEntryChannel, redactAuditEntry, type AuditEntry } from '../../../domain/audit/entries.ts';
+import type { ChannelState } from '../../../domain/channel/state.ts';
+import { channelPermissionsOf } from '../../../domain/server/permissions.ts';
+import { has } from '../../../permissions/calculate.ts';
 import type { MemberObject } from '../../../domain/models.ts';
 import { isUlid } from '../../../ids.ts';
 import { Permission } from '../../../permissions/bits.ts';
@@ -47,7 +50,26 @@ export default defineRoute({
       query.after !== undefined && query.before === undefined
         ? (await deps.readModels.zrangeByLex(index, min, max, limit)).reverse()
         : await deps.readModels.zrangeByLex(index, min, max, limit, true);
-    const audit_logs = (await deps.readModels.hmgetJson<AuditEntry>(rm.auditEntries(serverId), ids)).filter((e): e is AuditEntry => e !== null);
+    const stored = (await deps.readModels.hmgetJson<AuditEntry>(rm.auditEntries(serverId), ids)).filter((e): e is AuditEntry => e !== null);
+
+    // Entries of a channel the reader cannot view (ViewChannel, as they would see it now) are redacted: a
+    // deleted message's content, a hidden channel's name … stay hidden. A deleted channel is judged by its
+    // overrides as they last were; a channel known to neither is treated as hidden.
+    const channelIds = [...new Set(stored.map(auditEntryChannel).filter((id): id is string => id !== undefined))];
+    type Overrides = Pick<ChannelState, 'default_permissions' | 'role_permissions'>;
+    const live = await deps.readModels.mgetJson<ChannelState>(channelIds.map((id) => rm.channel(id)));
+    const gone = await deps.readModels.hmgetJson<Overrides>(rm.auditGoneChannels(serverId), channelIds);
+    const now = deps.now();
+    const visible = new Map<string, boolean>();
+    channelIds.forEach((id, i) => {
+      const current = live[i];
+      const overrides = current && current.server === serverId ? current : gone[i];
+      visible.set(id, overrides != null && has(channelPermissionsOf(a.server, caller.userId, a.member, overrides, now), Permission.ViewChannel));
+    });
+    const audit_logs = stored.map((e) => {
+      const channel = auditEntryChannel(e);
+      return channel === undefined || visible.get(channel) === true ? e : redactAuditEntry(e);
+    });
 
     // The users an entry names: its actor, a user target, a message's author, a reaction's user.
     const named = (e: AuditEntry) => [e.actor, e.target.type === 'User' ? e.target.id : null, e.context?.author ?? null, e.context?.user ?? null];

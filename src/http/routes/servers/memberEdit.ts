@@ -1,4 +1,5 @@
 // PATCH /servers/:server_id/members/:user_id — nickname, avatar, roles, timeout, can_publish, can_receive, remove → Member (Stoat's checks).
+import { ROLE_LIMIT } from './roleCreate.ts';
 import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
 import { callerFromServer, loadMember } from '../../../access.ts';
@@ -15,7 +16,8 @@ const Body = z.strictObject({
   nickname: name32.nullish(),
   /** An `avatars` upload id (used once; only for oneself). */
   avatar: idString.nullish(),
-  roles: z.array(idString).max(1000).nullish(),
+  /** Stoat's server_roles limit: a member cannot hold more roles than a server can have. */
+  roles: z.array(idString).max(ROLE_LIMIT).nullish(),
   timeout: z.iso.datetime({ offset: true }).nullish(),
   can_publish: z.boolean().nullish(),
   can_receive: z.boolean().nullish(),

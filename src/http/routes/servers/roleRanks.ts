@@ -1,4 +1,5 @@
 // PATCH /servers/:server_id/roles/ranks — {ranks: [role ids, highest first]} → Server (ManageRole; NotElevated above oneself).
+import { ROLE_LIMIT } from './roleCreate.ts';
 import { z } from 'zod';
 import { callerFromServer } from '../../../access.ts';
 import { decideSetRoleRanks } from '../../../domain/server/setRoleRanks.ts';
@@ -11,7 +12,8 @@ export default defineRoute({
   method: 'PATCH',
   path: '/servers/:server_id/roles/ranks',
   auth: 'user',
-  body: z.strictObject({ ranks: z.array(idString).max(1000) }),
+  // Every role once: no more than a server can have (Stoat's server_roles).
+  body: z.strictObject({ ranks: z.array(idString).max(ROLE_LIMIT) }),
   permissions: ['ManageRole'],
   async handler(rc) {
     const serverId = rc.params.server_id!;

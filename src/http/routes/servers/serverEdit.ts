@@ -7,6 +7,7 @@ import { onServer } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { defined, description1024, idString, name32, removeServer } from '../../schemas.ts';
 import { currentServer } from './present.ts';
+import { MAX_SERVER_CHANNEL_LIMIT } from '../../../config.ts';
 
 const Body = z.strictObject({
   name: name32.nullish(),
@@ -15,7 +16,8 @@ const Body = z.strictObject({
   icon: idString.nullish(),
   /** A `banners` upload id (used once). */
   banner: idString.nullish(),
-  categories: z.array(z.strictObject({ id: name32, title: name32, channels: z.array(idString) })).nullish(),
+  /** At most SERVER_CHANNEL_LIMIT categories and channel ids across them (the decision); the absolute cap here bounds parsing. */
+  categories: z.array(z.strictObject({ id: name32, title: name32, channels: z.array(idString).max(MAX_SERVER_CHANNEL_LIMIT) })).max(MAX_SERVER_CHANNEL_LIMIT).nullish(),
   system_messages: z
     .strictObject({
       user_joined: idString.nullish(),
@@ -63,7 +65,7 @@ export default defineRoute({
             remove: body.remove ?? [],
           },
           { server: a.server, members: {}, bans: {} },
-          { caller: callerFromServer(a, caller.userId) },
+          { caller: callerFromServer(a, caller.userId), channelLimit: deps.config.serverChannelLimit },
         );
         return { events, also: files.writes };
       },

@@ -1,0 +1,70 @@
+/**
+ * The sweep of unattached uploads (issue 17 item 4, DESIGN §4 "media server"): an upload nothing used within
+ * UNATTACHED_FILE_MAX_AGE_MS is retired — `FileExpired` appended to `file-<id>` at the revision the sweep
+ * read, so a use racing with it wins or loses as a whole (the loser conflicts: a use then answers 404, a
+ * sweep skips the file) — and its processed blobs are removed (content another id shares stays).
+ *
+ * Candidates come from `rm.unattachedFiles` (scored by upload time), oldest first, a bounded batch per run.
+ * The clock is injected. Every worker process may sweep: two sweeps of one file conflict and one skips, and
+ * removing blobs twice is harmless.
+ */
+import { toNewEvent } from '../domain/events.ts';
+import { fileStream } from '../domain/file/events.ts';
+import type { FileRecord } from '../domain/file/state.ts';
+import { WrongExpectedRevisionError, type EventStore } from '../eventstore/port.ts';
+import type { Logger } from '../log.ts';
+import type { ReadModels } from '../readmodel/reader.ts';
+import { rm } from '../readmodel/keys.ts';
+import type { BlobStore } from './blobs.ts';
+
+/** What a sweep needs. */
+export interface SweepDeps {
+  store: EventStore;
+  readModels: ReadModels;
+  blobs: BlobStore;
+  log: Logger;
+  /** The clock (ms). */
+  now: () => number;
+}
+
+/** Files looked at per run at most. */
+export const SWEEP_BATCH = 500;
+
+/** Retires the uploads older than `maxAgeMs` that nothing used; returns the ids retired by this run. */
+export async function sweepUnattachedFiles(deps: SweepDeps, maxAgeMs: number, batch = SWEEP_BATCH): Promise<string[]> {
+  const cutoff = deps.now() - maxAgeMs;
+  const candidates = await deps.readModels.zrangeByScore(rm.unattachedFiles(), cutoff, batch);
+  const swept: string[] = [];
+  for (const fileId of candidates) {
+    const record = await deps.readModels.getJson<FileRecord>(rm.file(fileId));
+    if (!record || record.usedFor !== undefined || record.referenced === true) continue;
+    const metadata = { actor: null, requestId: `sweep-${fileId}`, at: new Date(deps.now()).toISOString(), scope: record.uploaderId };
+    try {
+      await deps.store.append(fileStream(fileId), [toNewEvent({ type: 'FileExpired', data: { reason: 'unattached' } }, metadata)], record.revision);
+    } catch (err) {
+      // Used (or swept) meanwhile: the next run sees the new state.
+      if (err instanceof WrongExpectedRevisionError) continue;
+      throw err;
+    }
+    await deps.blobs.removeProcessed(fileId);
+    swept.push(fileId);
+  }
+  if (swept.length > 0) deps.log.info({ count: swept.length }, 'unattached uploads swept');
+  return swept;
+}
+
+/** Runs the sweep every `intervalMs` (0: never) until stopped; a failed run is logged and retried next time. */
+export function startFileSweeper(deps: SweepDeps, intervalMs: number, maxAgeMs: number): { close(): Promise<void> } {
+  if (intervalMs <= 0) return { close: async () => {} };
+  let running: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = sweepUnattachedFiles(deps, maxAgeMs).catch((err: Error) => deps.log.warn({ err: err.message }, 'file sweep failed'));
+  }, intervalMs);
+  timer.unref();
+  return {
+    async close() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
