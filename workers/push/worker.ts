@@ -111,8 +111,8 @@ export function pushBudgetKey(redisPrefix: string, userId: string): string {
   return `${redisPrefix}push:pending:${userId}`;
 }
 
-/** Posts an encrypted, signed push request; resolves with the push service's status. */
-export function postPush(
+/** Posts an encrypted, signed push request; resolves with the push service's status (rejects with `OutboundRefused` where the policy forbids). */
+export async function postPush(
   details: { endpoint: string; method: string; headers: Record<string, string | number>; body: Buffer | string | null },
   agents: { http: http.Agent; https: https.Agent },
   policy: Config['outbound'],
