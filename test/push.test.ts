@@ -9,6 +9,7 @@
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import t from 'tap';
+import { runAdmin } from '../src/cli/accountsAdmin.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import type { AccountState } from '../src/domain/account/state.ts';
 import { ulidTime } from '../src/ids.ts';
@@ -299,6 +300,17 @@ t.test('push notifications', async (t) => {
     t.equal((await bob.api.del(`/auth/session/${other.body._id}`)).status, 204);
     const id3 = await send(alice, dm, 'revoked');
     t.equal(await jobResult(q, `m-${id3}`), 1, 'a revoked session is not pushed to');
+  });
+
+  t.test('a suspended user is not pushed to (their sessions ended)', async (t) => {
+    t.equal((await carol.api.post('/push/subscribe', ep.subscribe())).status, 204);
+    const before = await send(alice, srv.general, `<@${carol.userId}> still here?`);
+    t.equal(await jobResult(q, `m-${before}`), 1);
+    await runAdmin(['grant', alice.userId, '--role', 'admin'], { store: s.store, print: () => {} });
+    await until('admin granted', async () => (await s.readModels.hgetJson('instance:staff', alice.userId)) === 'admin');
+    t.equal((await alice.api.post(`/admin/users/${carol.userId}/suspend`, { reason: 'spam' })).status, 200);
+    const after = await send(alice, srv.general, `<@${carol.userId}> suspended`);
+    t.equal(await jobResult(q, `m-${after}`), 0);
   });
 
   t.test('rebuild equals live, and re-sends nothing', async (t) => {

@@ -183,6 +183,8 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
       const account = await readModels.getJson<AccountState>(rm.account(userId));
       for (const [sessionId, session] of Object.entries(account?.sessions ?? {})) {
         if (!session.subscription) continue;
+        // A session whose record is gone no longer authenticates (a suspension or ban ends sessions that way).
+        if ((await readModels.getJson(rm.session(session.tokenHash))) === null) continue;
         const jobId = `s-${message._id}-${sessionId}`;
         const admitted = await redis.eval(ADMIT, 1, pushBudgetKey(config.redisPrefix, userId), jobId, Date.now(), budgetWindowMs, push.userLimit);
         if (admitted !== 1) {
