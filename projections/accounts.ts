@@ -26,6 +26,8 @@ export const accountsProjection: Projection = {
     'SessionCreated',
     'SessionRenamed',
     'SessionRevoked',
+    'PushSubscribed',
+    'PushUnsubscribed',
     'PasswordChanged',
     'UserOnboarded',
     'UserEdited',

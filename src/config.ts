@@ -2,6 +2,7 @@
  * Configuration from the environment, parsed once with zod (DESIGN §5). A bad value stops the start with
  * one line naming the variable (`ConfigError`).
  */
+import { createECDH } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 import { TAGS } from '../workers/media/policy.ts';
@@ -149,8 +150,27 @@ const schema = z
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
     /** Private ranges (comma-separated CIDRs) that outbound requests — previews, the image proxy, push — may reach; empty = none. */
     OUTBOUND_ALLOW_PRIVATE: z.string().refine(isValidAllowList, 'comma-separated CIDRs or addresses, e.g. 127.0.0.0/8,10.0.0.0/8').optional(),
+    /** VAPID public key (base64url of the 65-byte uncompressed P-256 point); with VAPID_PRIVATE_KEY, or neither (generated once, kept in DATA_DIR/keys.sqlite). */
+    VAPID_PUBLIC_KEY: z.string().refine((v) => vapidPublicBytes(v) !== null, 'must be base64url of a 65-byte uncompressed P-256 public key').optional(),
+    /** VAPID private key (base64url of the 32-byte P-256 scalar). */
+    VAPID_PRIVATE_KEY: z.string().refine((v) => vapidPrivateBytes(v) !== null, 'must be base64url of a 32-byte P-256 private key').optional(),
+    /** VAPID subject: a mailto: address or an https: URL push services may contact; default mailto: EMAIL_FROM's address. */
+    VAPID_SUBJECT: z.string().max(512).refine((v) => /^(mailto:[^\s]+|https:\/\/[^\s]+)$/.test(v), 'must be a mailto: address or an https: URL').optional(),
+    /** Attempts to deliver one push notification before it is given up (retried with exponential backoff). */
+    PUSH_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
+    /** First retry delay of an undelivered push (ms); it doubles with every attempt. */
+    PUSH_RETRY_DELAY_MS: z.coerce.number().int().min(10).max(3_600_000).default(2000),
+    /** Milliseconds one request to a push service may take. */
+    PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+    /** Push notifications one user may have queued or in delivery at once; more are dropped until some finish. */
+    PUSH_USER_LIMIT: z.coerce.number().int().min(1).max(10_000).default(50),
   })
   .superRefine((c, ctx) => {
+    if ((c.VAPID_PUBLIC_KEY === undefined) !== (c.VAPID_PRIVATE_KEY === undefined)) {
+      ctx.addIssue({ code: 'custom', path: [c.VAPID_PUBLIC_KEY === undefined ? 'VAPID_PUBLIC_KEY' : 'VAPID_PRIVATE_KEY'], message: 'VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY are set together (or neither: generated once)' });
+    } else if (c.VAPID_PUBLIC_KEY !== undefined && c.VAPID_PRIVATE_KEY !== undefined && !vapidPairMatches(c.VAPID_PUBLIC_KEY, c.VAPID_PRIVATE_KEY)) {
+      ctx.addIssue({ code: 'custom', path: ['VAPID_PUBLIC_KEY'], message: 'is not the public key of VAPID_PRIVATE_KEY' });
+    }
     if (c.VOICE_ENABLED) {
       for (const k of ['LIVEKIT_URL', 'LIVEKIT_API_KEY', 'LIVEKIT_API_SECRET'] as const) {
         if (!c[k]) ctx.addIssue({ code: 'custom', path: [k], message: 'required when VOICE_ENABLED is on' });
@@ -242,6 +262,56 @@ export interface Config {
   metrics: { port: number | undefined; host: string };
   /** Where outbound requests may connect (OUTBOUND_ALLOW_PRIVATE parsed; global unicast is always allowed). */
   outbound: OutboundPolicy;
+  /** Web Push: configured VAPID keys (undefined = generated and kept in the key store), subject, delivery bounds. */
+  push: PushConfig;
+}
+
+/** Web Push settings (VAPID_*, PUSH_*). */
+export interface PushConfig {
+  /** VAPID_PUBLIC_KEY / VAPID_PRIVATE_KEY (base64url); undefined = the key store's generated pair. */
+  vapid: { publicKey: string; privateKey: string } | undefined;
+  /** VAPID_SUBJECT, or mailto: the address of EMAIL_FROM. */
+  subject: string;
+  attempts: number;
+  retryDelayMs: number;
+  timeoutMs: number;
+  /** PUSH_USER_LIMIT: pushes one user may have queued or in delivery. */
+  userLimit: number;
+}
+
+/** The 65-byte uncompressed point of a VAPID public key, or null. */
+export function vapidPublicBytes(v: string): Buffer | null {
+  if (!/^[A-Za-z0-9_-]+={0,2}$/.test(v)) return null;
+  const b = Buffer.from(v.replace(/=+$/, ''), 'base64url');
+  return b.length === 65 && b[0] === 4 ? b : null;
+}
+
+/** The 32-byte scalar of a VAPID private key, or null. */
+export function vapidPrivateBytes(v: string): Buffer | null {
+  if (!/^[A-Za-z0-9_-]+={0,2}$/.test(v)) return null;
+  const b = Buffer.from(v.replace(/=+$/, ''), 'base64url');
+  return b.length === 32 ? b : null;
+}
+
+/** The public key (base64url) of a P-256 private scalar; throws when the scalar is not a valid key. */
+export function vapidPublicOf(privateKey: Buffer): string {
+  const ecdh = createECDH('prime256v1');
+  ecdh.setPrivateKey(privateKey);
+  return ecdh.getPublicKey().toString('base64url');
+}
+
+function vapidPairMatches(publicKey: string, privateKey: string): boolean {
+  try {
+    return vapidPublicOf(vapidPrivateBytes(privateKey)!).replace(/=+$/, '') === publicKey.replace(/=+$/, '');
+  } catch {
+    return false;
+  }
+}
+
+/** `mailto:` the address inside EMAIL_FROM (`Name <addr>` or `addr`). */
+function subjectFromEmail(from: string): string {
+  const m = /<([^>]+)>/.exec(from);
+  return `mailto:${(m ? m[1]! : from).trim()}`;
 }
 
 /** Decodes SECRETS_KEY: 64+ hex characters, or base64 of at least 32 bytes; null otherwise. */
@@ -341,6 +411,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     userServerLimit: c.USER_SERVER_LIMIT,
     metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
     outbound: outboundPolicy(c.OUTBOUND_ALLOW_PRIVATE),
+    push: {
+      vapid: c.VAPID_PUBLIC_KEY && c.VAPID_PRIVATE_KEY ? { publicKey: c.VAPID_PUBLIC_KEY.replace(/=+$/, ''), privateKey: c.VAPID_PRIVATE_KEY.replace(/=+$/, '') } : undefined,
+      subject: c.VAPID_SUBJECT ?? subjectFromEmail(c.EMAIL_FROM),
+      attempts: c.PUSH_ATTEMPTS,
+      retryDelayMs: c.PUSH_RETRY_DELAY_MS,
+      timeoutMs: c.PUSH_TIMEOUT_MS,
+      userLimit: c.PUSH_USER_LIMIT,
+    },
   };
 }
 

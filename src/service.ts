@@ -4,6 +4,7 @@
  * it with ephemeral ports, a temporary data directory and their own Redis prefix.
  */
 import type { Server } from 'node:http';
+import type https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -14,6 +15,7 @@ import type { EventStore } from './eventstore/port.ts';
 import { SqliteEventStore } from './eventstore/sqlite.ts';
 import { deriveSecrets, type ServiceSecrets } from './domain/account/secrets.ts';
 import { openMailQueue } from './mail/queue.ts';
+import { resolveVapid } from './push/vapid.ts';
 import { openKeyStore, type KeyStore } from './personal/keyStore.ts';
 import { PersonalDataStore } from './personal/store.ts';
 import { createApiApp } from './http/app.ts';
@@ -33,6 +35,7 @@ import { Projector } from '../projections/projector.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import type { Projection } from '../projections/types.ts';
 import type { MediaWorkers } from '../workers/media/worker.ts';
+import type { PushWorker } from '../workers/push/worker.ts';
 import { instrumentStore, trackProjector, trackQueue } from './metrics/registry.ts';
 import { startMetricsServer } from './metrics/server.ts';
 
@@ -45,6 +48,8 @@ export interface ServiceOptions {
   store?: EventStore;
   /** Projections of the projector role (default `PROJECTIONS`; tests inject faulty ones). */
   projections?: readonly Projection[];
+  /** TEST HOOK: options of the push worker's outbound agents (e.g. a test CA for an HTTPS push endpoint). */
+  pushAgentOptions?: https.AgentOptions;
 }
 
 /** A running service (some or all roles). */
@@ -60,6 +65,8 @@ export interface Service {
   searchIndexer: SearchIndexer | undefined;
   /** The media workers (role `worker`). */
   mediaWorkers: MediaWorkers | undefined;
+  /** The Web Push worker (role `worker`). */
+  pushWorker: PushWorker | undefined;
   /** The upload queues of the media server (role `media`). */
   uploads: UploadQueues | undefined;
   /** Blobs under `DATA_DIR/files`. */
@@ -163,6 +170,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const keys = openKeyStore(config.dataDir);
   const store = new PersonalDataStore(instrumentStore(rawStore), keys);
   const secrets = await serviceSecrets(config, keys);
+  const vapid = await resolveVapid(config, keys);
   const mail = config.email && config.roles.includes('api') ? openMailQueue(config.redisUrl, config.redisPrefix, config.mailRetry, log) : undefined;
 
   const readModels = new ReadModels({
@@ -189,6 +197,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     keys,
     secrets,
     mail,
+    vapid,
   };
 
   let projector: Projector | undefined;
@@ -243,6 +252,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   if (config.roles.includes('worker') && config.voice.enabled) {
     const { startVoiceEnforcer } = await import('../workers/voice/enforcer.ts');
     voiceEnforcer = await startVoiceEnforcer({ config, log, store, readModels, now });
+  }
+
+  let pushWorker: PushWorker | undefined;
+  if (config.roles.includes('worker')) {
+    const { startPushWorker } = await import('../workers/push/worker.ts');
+    pushWorker = await startPushWorker({ config, log, store, readModels, executor, vapid, ...(opts.pushAgentOptions ? { agentOptions: opts.pushAgentOptions } : {}) });
   }
 
   let mediaServer: Server | undefined;
@@ -316,6 +331,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     projector,
     searchIndexer,
     mediaWorkers,
+    pushWorker,
     uploads,
     blobs,
     apiServer,
@@ -340,6 +356,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await mailWorker?.close();
         await mail?.close();
         await voiceEnforcer?.close();
+        await pushWorker?.close();
         await projector?.stop();
         await searchIndexer?.stop();
         deps.search?.close();

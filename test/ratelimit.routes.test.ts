@@ -124,6 +124,8 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['DELETE', '/admin/messages/:message_id', 'catch-all', 'route'],
   ['GET', '/admin/audit', 'catch-all', 'route'],
   ['POST', '/livekit/webhook', 'catch-all', 'route'],
+  ['POST', '/push/subscribe', 'catch-all', 'route'],
+  ['POST', '/push/unsubscribe', 'catch-all', 'route'],
 ];
 
 t.test('every registered route falls in its bucket, keyed as the table says', async (t) => {

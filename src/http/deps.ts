@@ -10,6 +10,7 @@ import type { ServiceSecrets } from '../domain/account/secrets.ts';
 import type { MailQueue } from '../mail/queue.ts';
 import type { KeyStore } from '../personal/keyStore.ts';
 import type { SearchReader } from '../search/reader.ts';
+import type { VapidDetails } from '../push/vapid.ts';
 
 /** Dependencies of the API and media apps. */
 export interface AppDeps {
@@ -28,6 +29,8 @@ export interface AppDeps {
   secrets: ServiceSecrets;
   /** Outgoing mail; undefined when SMTP_URL is not set. */
   mail: MailQueue | undefined;
+  /** Web Push signing keys (the public key is `vapid` in `GET /`). */
+  vapid?: VapidDetails;
   /** The message search index (API role; `DATA_DIR/search.sqlite`, kept by the projector role's indexer). */
   search?: SearchReader;
 }

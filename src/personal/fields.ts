@@ -30,6 +30,8 @@ export const PERSONAL_FIELDS: ReadonlyMap<string, PersonalFieldSpec> = new Map(
     EmailChangeRequested: { subject: accountSubject, fields: ['email'] },
     EmailChanged: { subject: accountSubject, fields: ['email'] },
     UserEdited: { subject: accountSubject, fields: ['display_name', 'avatar', 'profile', 'status'] },
+    PushSubscribed: { subject: accountSubject, fields: ['endpoint', 'p256dh', 'auth'] },
+    PushUnsubscribed: { subject: accountSubject, fields: ['endpoint'] },
   } satisfies Partial<Record<EventType, PersonalFieldSpec>>),
 );
 

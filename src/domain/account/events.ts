@@ -61,6 +61,18 @@ export const accountEvents = {
   SessionRenamed: z.object({ sessionId: z.string(), name: z.string() }),
   /** A session was closed (logout or revocation). */
   SessionRevoked: z.object({ sessionId: z.string() }),
+  /** A session subscribed to Web Push (Stoat keeps one subscription per session; a new one replaces it). */
+  PushSubscribed: z.object({
+    sessionId: z.string(),
+    /** The push service URL the browser handed out. */
+    endpoint: z.string(),
+    /** The browser's P-256 public key (base64url, 65 bytes uncompressed). */
+    p256dh: z.string(),
+    /** The browser's 16-byte authentication secret (base64url). */
+    auth: z.string(),
+  }),
+  /** A session's Web Push subscription ended: `user` (unsubscribed) or `gone` (the push service answered 404 or 410 for `endpoint`). */
+  PushUnsubscribed: z.object({ sessionId: z.string(), reason: z.enum(['user', 'gone']), endpoint: z.string().optional() }),
   /** The password was changed. */
   PasswordChanged: z.object({
     passwordHash: z.string(),

@@ -12,8 +12,8 @@ export interface AccountState {
   attempts: number;
   /** ISO time until which logins are refused, or null. */
   lockedUntil: string | null;
-  /** Open sessions by id. */
-  sessions: Record<string, { name: string; tokenHash: string }>;
+  /** Open sessions by id (with the session's Web Push subscription, if any). */
+  sessions: Record<string, { name: string; tokenHash: string; subscription?: PushSubscription }>;
   /** The user, present once onboarded. */
   user: UserProfile | null;
   /** Keyed digest of the email (its `email-…` stream); absent on accounts made before digests were keyed. */
@@ -36,6 +36,13 @@ export interface AccountState {
   recovery?: { codes: string; used: number[] } | null;
   /** Revision of the `account-<id>` stream this state reflects. */
   revision: number;
+}
+
+/** A Web Push subscription of a session (Stoat's `WebPushSubscription`). */
+export interface PushSubscription {
+  endpoint: string;
+  p256dh: string;
+  auth: string;
 }
 
 /** A mailed token, kept only as its SHA-256, with its expiry (ISO). */
@@ -105,6 +112,23 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
     case 'SessionRenamed': {
       const cur = own(s.sessions, e.data.sessionId);
       if (cur) s.sessions = { ...s.sessions, [e.data.sessionId]: { ...cur, name: e.data.name } };
+      return s;
+    }
+    case 'PushSubscribed': {
+      const cur = own(s.sessions, e.data.sessionId);
+      // Absent fields: the account's key was destroyed (a rebuild after deletion); nothing to keep.
+      if (cur && e.data.endpoint !== undefined && e.data.p256dh !== undefined && e.data.auth !== undefined) {
+        s.sessions = { ...s.sessions, [e.data.sessionId]: { ...cur, subscription: { endpoint: e.data.endpoint, p256dh: e.data.p256dh, auth: e.data.auth } } };
+      }
+      return s;
+    }
+    case 'PushUnsubscribed': {
+      const cur = own(s.sessions, e.data.sessionId);
+      // A `gone` names the endpoint that failed: a newer subscription of the session stays.
+      if (cur?.subscription && (e.data.endpoint === undefined || e.data.endpoint === cur.subscription.endpoint)) {
+        const { subscription: _gone, ...rest } = cur;
+        s.sessions = { ...s.sessions, [e.data.sessionId]: rest };
+      }
       return s;
     }
     case 'SessionRevoked': {

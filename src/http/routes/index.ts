@@ -12,6 +12,7 @@ import search from './search/index.ts';
 import servers from './servers/index.ts';
 import users from './users/index.ts';
 import sync from './sync/index.ts';
+import push from './push/index.ts';
 import relationships from './relationships/index.ts';
 import dms from './dms/index.ts';
 import groups from './groups/index.ts';
@@ -19,4 +20,4 @@ import safety from './safety/index.ts';
 import admin from './admin/index.ts';
 import livekit from './livekit/index.ts';
 
-export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa, ...relationships, ...dms, ...groups, ...search, ...safety, ...admin, ...livekit];
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa, ...relationships, ...dms, ...groups, ...search, ...safety, ...admin, ...livekit, ...push];

@@ -27,7 +27,7 @@ export default defineRoute({
       },
       ws: c.wsPublicUrl,
       app: c.appUrl,
-      vapid: '',
+      vapid: deps.vapid?.publicKey ?? '',
       build: {
         commit_sha: process.env.BUILD_COMMIT_SHA ?? '<failed to generate>',
         commit_timestamp: process.env.BUILD_COMMIT_TIMESTAMP ?? '<failed to generate>',

@@ -1,0 +1,293 @@
+/**
+ * Web Push (Stoat's pushd), worker role. Nothing of it runs in a request:
+ *
+ * 1. A subscription to the event log (checkpoint `push:cp` in Redis, shared by every worker process; the head
+ *    the first time, so history — and a rebuild of the read models, which does not touch this checkpoint —
+ *    is never pushed) turns each user's `MessageSent` into a `message` job on the BullMQ queue `push`
+ *    (job id = the message id: several workers, or a replay after a crash, add it once).
+ * 2. The `message` job waits until the read models have the message, picks who is notified (the recipients
+ *    of a DM or group, or the mentioned users of a server channel; not the author; nobody for
+ *    SuppressNotifications), drops those online on a socket (Stoat's `filter_online`) and those whose synced
+ *    `notifications` setting mutes it, and adds one `send` job per subscribed session (job id = message and
+ *    session). Each user has at most PUSH_USER_LIMIT sends queued or in delivery; more are dropped.
+ * 3. The `send` job encrypts the payload for the subscription (RFC 8291 aes128gcm) and signs it (VAPID,
+ *    RFC 8292) with web-push, and posts it (RFC 8030) through the outbound policy's guarded agents (the
+ *    endpoint is checked again: it was checked at subscribe time under another configuration, perhaps).
+ *    404/410 from the push service: the subscription is gone — `PushUnsubscribed {reason: gone}` is
+ *    appended. 408/429/5xx and network errors: retried with exponential backoff (PUSH_ATTEMPTS). Other 4xx
+ *    and refused addresses: given up at once.
+ *
+ * A worker that dies mid-job loses nothing: BullMQ's lock expires and another worker takes the job.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import os from 'node:os';
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import webpush from 'web-push';
+import type { CommandExecutor } from '../../src/commands.ts';
+import type { Config } from '../../src/config.ts';
+import { decidePushGone } from '../../src/domain/account/push.ts';
+import type { AccountState } from '../../src/domain/account/state.ts';
+import { SYSTEM_AUTHOR, type MessageObject } from '../../src/domain/message/events.ts';
+import { recipientsOf, type PrivateChannelState } from '../../src/domain/private/state.ts';
+import type { EventStore, Subscription } from '../../src/eventstore/port.ts';
+import type { Logger } from '../../src/log.ts';
+import { timedJob, trackQueue } from '../../src/metrics/registry.ts';
+import { checkUrl, guardedAgents, OutboundRefused } from '../../src/outbound/policy.ts';
+import { own } from '../../src/own.ts';
+import { parseNotificationSettings, pushCandidates, pushNotificationOf, settingsAllow, type PushAuthor } from '../../src/push/notification.ts';
+import type { VapidDetails } from '../../src/push/vapid.ts';
+import { rm } from '../../src/readmodel/keys.ts';
+import type { ReadModels } from '../../src/readmodel/reader.ts';
+import { bullConnection, bullPrefix } from '../media/jobs.ts';
+
+/** The queue of push work (`message` fan-outs and `send` deliveries). */
+export const PUSH_QUEUE = 'push';
+
+/** A message to notify about (from its `MessageSent`). */
+export interface MessageJob {
+  message: MessageObject;
+  mentionedUsers?: string[];
+  /** The event's scope (server id, or the private channel's id) and position: the read models must have passed it. */
+  scope: string;
+  position: string;
+}
+
+/** One delivery to one session's subscription. */
+export interface SendJob {
+  userId: string;
+  sessionId: string;
+  /** The endpoint the fan-out saw; a session that moved to another one since is not sent this. */
+  endpoint: string;
+  messageId: string;
+  /** The PushNotification JSON. */
+  payload: string;
+}
+
+/** What a send ended as. */
+export type SendOutcome = 'sent' | 'gone' | 'unsubscribed';
+
+/** Dependencies of the push worker. */
+export interface PushWorkerDeps {
+  config: Config;
+  log: Logger;
+  store: EventStore;
+  readModels: ReadModels;
+  executor: CommandExecutor;
+  vapid: VapidDetails;
+  /** Extra options of the outbound agents (tests: a CA for an HTTPS endpoint). */
+  agentOptions?: https.AgentOptions;
+}
+
+/** A running push worker. */
+export interface PushWorker {
+  /** Resolves once the log subscription delivered everything that existed when it started. */
+  caughtUp: Promise<void>;
+  /** The queue (tests and the bench look at its jobs). */
+  queue: Queue;
+  close(): Promise<void>;
+}
+
+/** Seconds a push service keeps an undelivered notification. */
+const PUSH_TTL_SECONDS = 24 * 3600;
+
+const MAX_CP = `local c = redis.call('get', KEYS[1]) if (not c) or tonumber(c) < tonumber(ARGV[1]) then redis.call('set', KEYS[1], ARGV[1]) end return 1`;
+
+/**
+ * Admits one send into a user's budget. KEYS: the user's sorted set (member = send job id, score = when it was
+ * admitted). ARGV: job id, now (ms), window (ms), limit. Entries older than the window (a worker died before
+ * releasing them) fall out. An id already admitted is admitted again (a repeated fan-out). → 1 admitted, 0 full.
+ */
+const ADMIT = `redis.call('zremrangebyscore', KEYS[1], '-inf', tonumber(ARGV[2]) - tonumber(ARGV[3]))
+if redis.call('zscore', KEYS[1], ARGV[1]) then return 1 end
+if redis.call('zcard', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('zadd', KEYS[1], ARGV[2], ARGV[1])
+redis.call('pexpire', KEYS[1], ARGV[3])
+return 1`;
+
+/** The Redis key of a user's admitted sends. */
+export function pushBudgetKey(redisPrefix: string, userId: string): string {
+  return `${redisPrefix}push:pending:${userId}`;
+}
+
+/** Posts an encrypted, signed push request; resolves with the push service's status (rejects with `OutboundRefused` where the policy forbids). */
+export async function postPush(
+  details: { endpoint: string; method: string; headers: Record<string, string | number>; body: Buffer | string | null },
+  agents: { http: http.Agent; https: https.Agent },
+  policy: Config['outbound'],
+  timeoutMs: number,
+): Promise<number> {
+  const url = checkUrl(details.endpoint, policy);
+  return new Promise((resolve, reject) => {
+    const secure = url.protocol === 'https:';
+    const options = { method: details.method, headers: details.headers as http.OutgoingHttpHeaders, timeout: timeoutMs };
+    const onResponse = (res: http.IncomingMessage): void => {
+      // The answer's body is not needed; it is drained (and never buffered) so the socket can be reused.
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', reject);
+    };
+    const req = secure ? https.request(url, { ...options, agent: agents.https }, onResponse) : http.request(url, { ...options, agent: agents.http }, onResponse);
+    req.on('timeout', () => req.destroy(new Error(`push service did not answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(details.body ?? undefined);
+  });
+}
+
+/** Starts the push worker: the log subscription, the fan-out and the deliveries. */
+export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker> {
+  const { config, log, store, readModels, executor, vapid } = deps;
+  const push = config.push;
+  const connection = bullConnection(config.redisUrl);
+  const prefix = bullPrefix(config.redisPrefix);
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
+  redis.on('error', () => {});
+  const cpKey = `${config.redisPrefix}push:cp`;
+  const agents = guardedAgents(config.outbound, { keepAlive: true, maxSockets: 64, ...deps.agentOptions });
+  // The longest a send can live: every attempt timing out plus every backoff, with a margin.
+  const budgetWindowMs = push.attempts * push.timeoutMs + push.retryDelayMs * 2 ** push.attempts + 60_000;
+  const lockMs = push.timeoutMs + 5000;
+
+  const queue = new Queue<MessageJob | SendJob>(PUSH_QUEUE, { connection, prefix });
+  queue.on('error', (err) => log.warn({ err: err.message }, 'push queue error'));
+  const untrack = trackQueue(PUSH_QUEUE, queue);
+  const retry = {
+    attempts: push.attempts,
+    backoff: { type: 'exponential' as const, delay: push.retryDelayMs },
+    // Kept an hour after success, so the same id added again (a replay) is not delivered twice.
+    removeOnComplete: { age: 3600 },
+    removeOnFail: { age: 24 * 3600 },
+  };
+
+  const fanOut = async (job: Job<MessageJob>): Promise<number> => {
+    const { message, mentionedUsers, scope, position } = job.data;
+    await readModels.waitFor(scope, BigInt(position));
+    const pch = await readModels.getJson<PrivateChannelState>(rm.privateChannel(message.channel));
+    let targets = pushCandidates(message, mentionedUsers, pch ? recipientsOf(pch) : null);
+    if (targets.length === 0) return 0;
+    const online = await readModels.online(targets);
+    targets = targets.filter((u) => !online.has(u));
+    const mentioned = new Set(mentionedUsers ?? message.mentions ?? []);
+    const where = { channelId: message.channel, serverId: pch ? null : scope };
+    const allowed: string[] = [];
+    for (const u of targets) {
+      const stored = await readModels.hgetJson<[number, unknown]>(rm.userSettings(u), 'notifications');
+      if (settingsAllow(parseNotificationSettings(stored?.[1]), where, mentioned.has(u))) allowed.push(u);
+    }
+    if (allowed.length === 0) return 0;
+    const author = await readModels.getJson<PushAuthor>(rm.user(message.author));
+    const payload = JSON.stringify(pushNotificationOf(message, author, { app: config.appUrl, api: config.publicUrl, media: config.mediaPublicUrl }));
+    let queued = 0;
+    for (const userId of allowed) {
+      const account = await readModels.getJson<AccountState>(rm.account(userId));
+      for (const [sessionId, session] of Object.entries(account?.sessions ?? {})) {
+        if (!session.subscription) continue;
+        // A session whose record is gone no longer authenticates (a suspension or ban ends sessions that way).
+        if ((await readModels.getJson(rm.session(session.tokenHash))) === null) continue;
+        const jobId = `s-${message._id}-${sessionId}`;
+        const admitted = await redis.eval(ADMIT, 1, pushBudgetKey(config.redisPrefix, userId), jobId, Date.now(), budgetWindowMs, push.userLimit);
+        if (admitted !== 1) {
+          log.warn({ user: userId, message: message._id }, 'push dropped: the user has PUSH_USER_LIMIT pushes pending');
+          continue;
+        }
+        const data: SendJob = { userId, sessionId, endpoint: session.subscription.endpoint, messageId: message._id, payload };
+        await queue.add('send', data, { ...retry, jobId });
+        queued++;
+      }
+    }
+    return queued;
+  };
+
+  const send = async (job: Job<SendJob>): Promise<SendOutcome> => {
+    const { userId, sessionId, endpoint, payload } = job.data;
+    const account = await readModels.getJson<AccountState>(rm.account(userId));
+    const sub = own(account?.sessions, sessionId)?.subscription;
+    // Unsubscribed, logged out or moved to another endpoint since the fan-out: nothing to deliver.
+    if (!sub || sub.endpoint !== endpoint) return 'unsubscribed';
+    let status: number;
+    try {
+      const details = webpush.generateRequestDetails({ endpoint: sub.endpoint, keys: { p256dh: sub.p256dh, auth: sub.auth } }, payload, {
+        vapidDetails: vapid,
+        TTL: PUSH_TTL_SECONDS,
+        contentEncoding: 'aes128gcm',
+        urgency: 'high',
+      });
+      status = await postPush(details as Parameters<typeof postPush>[0], agents, config.outbound, push.timeoutMs);
+    } catch (err) {
+      if (err instanceof OutboundRefused) throw new UnrecoverableError(`push endpoint refused by the outbound policy: ${err.message}`);
+      throw err;
+    }
+    if (status >= 200 && status < 300) return 'sent';
+    if (status === 404 || status === 410) {
+      const stream = `account-${userId}`;
+      await executor.execute({ actor: null, requestId: `push-${job.id ?? 'send'}`.slice(0, 64) }, [stream], async () => {
+        const state = await readModels.getJson<AccountState>(rm.account(userId));
+        return { writes: [{ stream, scope: userId, expected: state?.revision ?? -1, events: decidePushGone(state, sessionId, endpoint) }], result: undefined };
+      });
+      log.info({ user: userId, session: sessionId }, 'push subscription gone: removed');
+      return 'gone';
+    }
+    if (status === 408 || status === 429 || status >= 500) throw new Error(`push service answered ${status}`);
+    throw new UnrecoverableError(`push service refused the notification: ${status}`);
+  };
+
+  const processJob = async (job: Job<MessageJob | SendJob>): Promise<unknown> =>
+    job.name === 'message' ? fanOut(job as Job<MessageJob>) : send(job as Job<SendJob>);
+  const worker = new Worker<MessageJob | SendJob>(PUSH_QUEUE, timedJob(PUSH_QUEUE, processJob), {
+    connection,
+    prefix,
+    concurrency: 16,
+    lockDuration: lockMs,
+    stalledInterval: lockMs,
+    name: `${os.hostname()}:${process.pid}`,
+  });
+  const release = (job: Job<MessageJob | SendJob> | undefined): void => {
+    if (job?.name !== 'send') return;
+    const d = job.data as SendJob;
+    void redis.zrem(pushBudgetKey(config.redisPrefix, d.userId), job.id ?? '').catch(() => {});
+  };
+  worker.on('error', (err) => log.warn({ err: err.message }, 'push worker error'));
+  worker.on('completed', (job) => release(job));
+  worker.on('failed', (job, err) => {
+    // Only ids and the attempt: never the endpoint (it identifies a device) or the payload.
+    log.warn({ job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'push not delivered');
+    if (job && (err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1))) release(job);
+  });
+
+  const raw = await redis.get(cpKey);
+  const after = raw === null ? await store.headPosition() : BigInt(raw);
+  let resolveCaughtUp!: () => void;
+  const caughtUp = new Promise<void>((r) => (resolveCaughtUp = r));
+  const sub: Subscription = store.subscribe({
+    ...(after !== undefined ? { after } : {}),
+    onCaughtUp: () => resolveCaughtUp(),
+    onError: (err) => log.error({ err }, 'push subscription failed'),
+    onEvents: async (events) => {
+      const jobs: Array<{ name: string; data: MessageJob; opts: { jobId: string } & typeof retry }> = [];
+      for (const e of events) {
+        if (e.type !== 'MessageSent') continue;
+        const sent = e.data as { message: MessageObject; mentionedUsers?: string[] };
+        if (sent.message.author === SYSTEM_AUTHOR) continue;
+        const data: MessageJob = { message: sent.message, scope: e.metadata.scope, position: e.position.toString() };
+        if (sent.mentionedUsers) data.mentionedUsers = sent.mentionedUsers;
+        jobs.push({ name: 'message', data, opts: { ...retry, jobId: `m-${sent.message._id}` } });
+      }
+      if (jobs.length > 0) await queue.addBulk(jobs);
+      await redis.eval(MAX_CP, 1, cpKey, events[events.length - 1]!.position.toString());
+    },
+  });
+  return {
+    caughtUp,
+    queue: queue as Queue,
+    async close() {
+      await sub.close();
+      untrack();
+      await worker.close();
+      await queue.close();
+      agents.http.destroy();
+      agents.https.destroy();
+      redis.disconnect();
+    },
+  };
+}
