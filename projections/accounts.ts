@@ -47,6 +47,7 @@ export const accountsProjection: Projection = {
     'RecoveryCodesGenerated',
     'RecoveryCodeUsed',
     'UsernameChanged',
+    'TotpCodeUsed',
   ],
   async apply(e, tx) {
     if (!e.stream.startsWith('account-')) return;

@@ -68,6 +68,7 @@ export const moderationProjection: Projection = {
     'AccountBanned',
     'AccountSanctionLifted',
     'ModeratorDeletedMessage',
+    'ModeratorDeletedServer',
     'SessionCreated',
   ],
   async apply(e, tx) {
@@ -163,6 +164,9 @@ export const moderationProjection: Projection = {
           reason: e.data.reason,
           details: { channel: e.data.channel, server: e.data.server, author: e.data.author },
         });
+        break;
+      case 'ModeratorDeletedServer':
+        audit(tx, e, { action: 'ServerDelete', target: { type: 'Server', id: e.data.server }, reason: e.data.reason, details: { name: e.data.name, owner: e.data.owner } });
         break;
       case 'SessionCreated': {
         // A login decided before a sanction and appended after it: end that session too. (The accounts

@@ -35,6 +35,11 @@ t.test('two-factor login', async (t) => {
   const anon = client(s);
   const u = await signup(s);
   const ticketHeader = (token: string) => ({ headers: { 'X-MFA-Ticket': token } });
+  /** The code of the next time-step: a code is accepted once, so every use moves the clock on one step. */
+  const nextCode = (secret: string) => {
+    offset += 30_000;
+    return totp(secret, now());
+  };
 
   t.same((await u.api.get('/auth/mfa/')).body, { email_otp: false, trusted_handover: false, email_mfa: false, totp_mfa: false, security_key_mfa: false, recovery_active: false });
   t.same((await u.api.get('/auth/mfa/methods')).body, ['Password']);
@@ -66,7 +71,10 @@ t.test('two-factor login', async (t) => {
   t.same([reuse.status, reuse.body.type], [401, 'InvalidToken'], 'a ticket is used once');
   const badCode = await u.api.put('/auth/mfa/totp', { totp_code: totp(secret, now() + 10 * 60_000) });
   t.same([badCode.status, badCode.body.type], [401, 'InvalidToken']);
-  t.equal((await u.api.put('/auth/mfa/totp', { totp_code: totp(secret, now()) })).status, 204);
+  const enabling = totp(secret, now());
+  t.equal((await u.api.put('/auth/mfa/totp', { totp_code: enabling })).status, 204);
+  const enabled = await u.api.put('/auth/mfa/ticket', { totp_code: enabling });
+  t.same([enabled.status, enabled.body.type], [401, 'InvalidToken'], 'the code that turned TOTP on is used up');
   t.match((await u.api.get('/auth/mfa/')).body, { totp_mfa: true, recovery_active: true });
   t.same((await u.api.get('/auth/mfa/methods')).body, ['Totp', 'Recovery']);
   const pwTicket = await u.api.put('/auth/mfa/ticket', { password: u.password });
@@ -88,9 +96,9 @@ t.test('two-factor login', async (t) => {
     t.same([misuse.status, misuse.body.type], [401, 'InvalidToken']);
     const noAnswer = await anon.post('/auth/session/login', { mfa_ticket: first.body.ticket });
     t.same([noAnswer.status, noAnswer.body.type], [401, 'InvalidToken']);
-    const ok = await anon.post('/auth/session/login', { mfa_ticket: first.body.ticket, mfa_response: { totp_code: totp(secret, now()) }, friendly_name: 'phone' });
+    const ok = await anon.post('/auth/session/login', { mfa_ticket: first.body.ticket, mfa_response: { totp_code: nextCode(secret) }, friendly_name: 'phone' });
     t.same([ok.status, ok.body.result, ok.body.user_id, ok.body.name], [200, 'Success', u.userId, 'phone']);
-    const again = await anon.post('/auth/session/login', { mfa_ticket: first.body.ticket, mfa_response: { totp_code: totp(secret, now()) } });
+    const again = await anon.post('/auth/session/login', { mfa_ticket: first.body.ticket, mfa_response: { totp_code: nextCode(secret) } });
     t.same([again.status, again.body.type], [401, 'InvalidToken'], 'the login ticket is used up');
   });
 
@@ -109,12 +117,35 @@ t.test('two-factor login', async (t) => {
     t.same([pw.status, pw.body.type], [403, 'LockedOut'], 'nor does the password');
     offset += 61_000;
     const later = await anon.post('/auth/session/login', { email: u.email, password: u.password });
-    const done = await anon.post('/auth/session/login', { mfa_ticket: later.body.ticket, mfa_response: { totp_code: totp(secret, now()) } });
+    const done = await anon.post('/auth/session/login', { mfa_ticket: later.body.ticket, mfa_response: { totp_code: nextCode(secret) } });
     t.same([done.status, done.body.result], [200, 'Success'], 'after the lockout');
   });
 
+  t.test('a TOTP code is accepted once, and no older one after it', async (t) => {
+    const code = nextCode(secret);
+    const tk = await u.api.put('/auth/mfa/ticket', { totp_code: code });
+    t.equal(tk.status, 200);
+    const twice = await u.api.put('/auth/mfa/ticket', { totp_code: code });
+    t.same([twice.status, twice.body.type], [401, 'InvalidToken'], 'the same code again, in its window');
+    const older = await u.api.put('/auth/mfa/ticket', { totp_code: totp(secret, now() - 30_000) });
+    t.same([older.status, older.body.type], [401, 'InvalidToken'], "the previous step's code (inside the drift window) after a newer one");
+    const first = await anon.post('/auth/session/login', { email: u.email, password: u.password });
+    const login = await anon.post('/auth/session/login', { mfa_ticket: first.body.ticket, mfa_response: { totp_code: code } });
+    t.same([login.status, login.body.type], [401, 'InvalidToken'], 'nor does it log in');
+    const ahead = totp(secret, now() + 30_000);
+    t.equal((await u.api.put('/auth/mfa/ticket', { totp_code: ahead })).status, 200, "the next step's code (drift) still works once");
+    // A race: the same fresh code sent many times at once makes exactly one ticket.
+    offset += 30_000; // past the step of `ahead`
+    const raced = nextCode(secret);
+    const answers = await Promise.all(Array.from({ length: 6 }, () => u.api.put('/auth/mfa/ticket', { totp_code: raced })));
+    t.same(answers.map((r) => r.status).sort(), [200, 401, 401, 401, 401, 401]);
+    const accepted = (await s.readModels.getJson<{ totp: { lastStep: number } }>(`account:${u.userId}`))!.totp.lastStep;
+    t.equal(totp(secret, accepted * 30_000), raced, "the used code's step is in the read model");
+    offset += 61_000; // past any lockout the refused login counted towards
+  });
+
   t.test('recovery codes', async (t) => {
-    const tk = await u.api.put('/auth/mfa/ticket', { totp_code: totp(secret, now()) });
+    const tk = await u.api.put('/auth/mfa/ticket', { totp_code: nextCode(secret) });
     t.equal(tk.status, 200);
     const codes = await u.api.post('/auth/mfa/recovery', undefined, ticketHeader(tk.body.token));
     t.equal(codes.status, 200);
@@ -140,7 +171,7 @@ t.test('two-factor login', async (t) => {
   });
 
   t.test('turning TOTP off', async (t) => {
-    const tk = await u.api.put('/auth/mfa/ticket', { totp_code: totp(secret, now()) });
+    const tk = await u.api.put('/auth/mfa/ticket', { totp_code: nextCode(secret) });
     t.equal((await u.api.del('/auth/mfa/totp', undefined, ticketHeader(tk.body.token))).status, 204);
     t.same((await u.api.get('/auth/mfa/methods')).body, ['Password']);
     const login = await anon.post('/auth/session/login', { email: u.email, password: u.password });

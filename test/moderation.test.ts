@@ -194,6 +194,54 @@ t.test('reports, the moderation queue and the audit log', async (t) => {
     t.match(audit.find((e) => e.action === 'MessageDelete' && e.target.id === m), { actor: mod.userId, reason: 'illegal goods', details: { channel: srv.general, server: srv.id, author: bob.userId } });
   });
 
+  t.test('moderators delete DM and group messages too', async (t) => {
+    await alice.api.put(`/users/${bob.userId}/friend`);
+    await bob.api.put(`/users/${alice.userId}/friend`);
+    const dm = (await alice.api.get(`/users/${bob.userId}/dm`)).body._id as string;
+    const group = (await alice.api.post('/channels/create', { name: 'g', users: [bob.userId] })).body._id as string;
+    const bobWs = await connectReady(s, bob.token);
+    t.teardown(() => bobWs.close());
+    for (const channel of [dm, group]) {
+      const m = await sendMessage(alice, channel, 'private abuse');
+      t.match(await alice.api.del(`/admin/messages/${m}`, { reason: 'x' }), { status: 403, body: { type: 'NotPrivileged' } });
+      t.equal((await mod.api.del(`/admin/messages/${m}`, { reason: 'abuse in private' })).status, 204);
+      t.match(await bobWs.waitFor((e) => e.type === 'MessageDelete' && e.id === m), { channel });
+      t.match(await bob.api.get(`/channels/${channel}/messages/${m}`), { status: 404 });
+      t.match(await mod.api.del(`/admin/messages/${m}`, { reason: 'x' }), { status: 404, body: { type: 'NotFound' } }, 'already gone');
+      const audit = (await mod.api.get('/admin/audit')).body as any[];
+      t.match(audit.find((e) => e.action === 'MessageDelete' && e.target.id === m), { actor: mod.userId, reason: 'abuse in private', details: { channel, server: null, author: alice.userId } });
+    }
+    // Saved Notes are a private channel too.
+    const notes = (await bob.api.get(`/users/${bob.userId}/dm`)).body._id as string;
+    const n = await sendMessage(bob, notes, 'note');
+    t.equal((await mod.api.del(`/admin/messages/${n}`, { reason: 'illegal note' })).status, 204);
+    t.match(await bob.api.get(`/channels/${notes}/messages/${n}`), { status: 404 });
+  });
+
+  t.test('moderators delete a whole server with a reason', async (t) => {
+    const doomed = await createServer(alice, 'Scam hub');
+    await join(alice, doomed.general, bob);
+    await sendMessage(bob, doomed.general, 'scam');
+    const bobWs = await connectReady(s, bob.token);
+    t.teardown(() => bobWs.close());
+    t.match(await mod.api.del(`/admin/servers/${doomed.id}`, {}), { status: 400, body: { type: 'FailedValidation' } });
+    t.match(await mod.api.del(`/admin/servers/${doomed.id}`, { reason: '' }), { status: 400, body: { type: 'FailedValidation' } });
+    t.match(await mod.api.del(`/admin/servers/${doomed.id}`, { reason: 'x'.repeat(513) }), { status: 400, body: { type: 'FailedValidation' } });
+    t.match(await alice.api.del(`/admin/servers/${doomed.id}`, { reason: 'x' }), { status: 403, body: { type: 'NotPrivileged' } }, 'even its owner needs a role here');
+    t.match(await mod.api.del(`/admin/servers/${newId()}`, { reason: 'x' }), { status: 404, body: { type: 'NotFound' } });
+    t.match(await mod.api.del('/admin/servers/zzz', { reason: 'x' }), { status: 404, body: { type: 'NotFound' } });
+    t.equal((await mod.api.get(`/servers/${doomed.id}`)).status, 404, 'staff are not members');
+    t.equal((await mod.api.del(`/admin/servers/${doomed.id}`, { reason: 'scam ring' })).status, 204);
+    t.match(await bobWs.waitFor((e) => e.type === 'ServerDelete' && e.id === doomed.id), { id: doomed.id });
+    t.match(await bob.api.get(`/servers/${doomed.id}`), { status: 404 });
+    t.match(await alice.api.get(`/servers/${doomed.id}`), { status: 404 });
+    t.match(await bob.api.get(`/channels/${doomed.general}`), { status: 404 });
+    t.notOk(((await alice.api.get('/users/@me')).status !== 200), 'the owner keeps the account');
+    t.match(await mod.api.del(`/admin/servers/${doomed.id}`, { reason: 'x' }), { status: 404, body: { type: 'NotFound' } }, 'already gone');
+    const audit = (await mod.api.get('/admin/audit')).body as any[];
+    t.match(audit.find((e) => e.action === 'ServerDelete' && e.target.id === doomed.id), { actor: mod.userId, reason: 'scam ring', target: { type: 'Server' }, details: { name: 'Scam hub', owner: alice.userId } });
+  });
+
   t.test('a revoked moderator loses access', async (t) => {
     const temp = await signup(s);
     await grant(s, temp);
@@ -215,6 +263,7 @@ t.test('reports, the moderation queue and the audit log', async (t) => {
       ['POST', `/admin/users/${id}/lift`, { reason: 'x' }],
       ['DELETE', `/admin/messages/${id}`, { reason: 'x' }],
       ['GET', '/admin/audit'],
+      ['DELETE', `/admin/servers/${id}`, { reason: 'x' }],
     ];
     for (const [method, path, body] of routes) {
       t.match(await request(s.apiUrl, method, path, body === undefined ? {} : { body }), { status: 401, body: { type: 'NotAuthenticated' } }, `${method} ${path} anonymous`);

@@ -123,6 +123,7 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['POST', '/admin/users/:user_id/lift', 'catch-all', 'route'],
   ['DELETE', '/admin/messages/:message_id', 'catch-all', 'route'],
   ['GET', '/admin/audit', 'catch-all', 'route'],
+  ['DELETE', '/admin/servers/:server_id', 'catch-all', 'route'],
   ['POST', '/livekit/webhook', 'catch-all', 'route'],
   ['POST', '/push/subscribe', 'catch-all', 'route'],
   ['POST', '/push/unsubscribe', 'catch-all', 'route'],

@@ -60,7 +60,7 @@ t.test('remove, block, unblock', async (t) => {
 
 t.test('user permissions (Stoat order)', async (t) => {
   const all = UserPermission.Access | UserPermission.ViewProfile | UserPermission.SendMessage | UserPermission.Invite;
-  const f = (relationship: Parameters<typeof userPermissions>[0]['relationship'], mutual = false, bot = false) => userPermissions({ same: false, relationship, mutual, bot });
+  const f = (relationship: Parameters<typeof userPermissions>[0]['relationship'], mutual = false, bot = false) => userPermissions({ same: false, relationship, mutual, targetIsBot: false, viewerIsBot: bot });
   t.equal(f('Friend'), all);
   t.equal(f('Blocked', true), UserPermission.Access, 'a block wins over a mutual connection');
   t.equal(f('BlockedOther', true, true), UserPermission.Access);
@@ -68,7 +68,7 @@ t.test('user permissions (Stoat order)', async (t) => {
   t.equal(f('None'), 0n);
   t.equal(f('None', true), UserPermission.Access | UserPermission.ViewProfile, 'mutual: profile, no messages');
   t.equal(f('None', true, true), UserPermission.Access | UserPermission.ViewProfile | UserPermission.SendMessage, 'a bot with a mutual connection');
-  t.equal(userPermissions({ same: true, relationship: 'None', mutual: false, bot: false }), all);
+  t.equal(userPermissions({ same: true, relationship: 'None', mutual: false, targetIsBot: false, viewerIsBot: false }), all);
 });
 
 t.test('private channel permission values', async (t) => {

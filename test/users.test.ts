@@ -8,12 +8,12 @@ import { png, upload } from './helpers/media.ts';
 import { createServer, dumpCurrent, dumpRebuild, join } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
 import { avatarDesign, PALETTE } from '../src/users/defaultAvatar.ts';
-import { userPermissions, UserPermission, type UserFacts } from '../src/users/permissions.ts';
+import { userPermissions, UserPermission, type UserPermissionFacts as UserFacts } from '../src/permissions/user.ts';
 import { newId } from '../src/ids.ts';
 
 t.test('user permission rule (Stoat calculate_user_permissions)', async (t) => {
   const base: UserFacts = { same: false, relationship: 'None', mutual: false, targetIsBot: false, viewerIsBot: false };
-  const view = (f: Partial<UserFacts>) => (userPermissions({ ...base, ...f }) & UserPermission.ViewProfile) !== 0;
+  const view = (f: Partial<UserFacts>) => (userPermissions({ ...base, ...f }) & UserPermission.ViewProfile) !== 0n;
   t.equal(view({}), false, 'a stranger: no profile');
   t.equal(view({ same: true }), true, 'self');
   t.equal(view({ mutual: true }), true, 'a shared server');
@@ -24,7 +24,7 @@ t.test('user permission rule (Stoat calculate_user_permissions)', async (t) => {
   t.equal(view({ relationship: 'Incoming' }), false, 'a pending request alone: Access only');
   t.equal(userPermissions({ ...base, relationship: 'Outgoing' }), UserPermission.Access);
   t.equal(userPermissions({ ...base, mutual: true, viewerIsBot: true }) & UserPermission.SendMessage, UserPermission.SendMessage, 'a bot with a mutual connection may message');
-  t.equal(userPermissions({ ...base, mutual: true }) & UserPermission.SendMessage, 0);
+  t.equal(userPermissions({ ...base, mutual: true }) & UserPermission.SendMessage, 0n);
 });
 
 t.test('default avatar design is a pure function of the id', async (t) => {

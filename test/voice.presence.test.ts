@@ -20,21 +20,28 @@ import { until } from './helpers/wait.ts';
 const KEY = 'presence-test-key';
 const SECRET = 'presence-test-secret-0123456789abcdef';
 
-/** A loopback stand-in for LiveKit's server API: records every RoomService call and answers `{}`. */
+/**
+ * A loopback stand-in for LiveKit's server API: records every RoomService call and answers `{}`, or the Twirp
+ * error `fail` returns for it (`{status, code}`).
+ */
 async function fakeLiveKit(t: { teardown(fn: () => unknown): void }) {
   const calls: Array<{ method: string; body: any; auth: string }> = [];
+  const lk = { url: '', calls, fail: (_method: string, _body: any): { status: number; code: string } | null => null };
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {
-      calls.push({ method: (req.url ?? '').split('/').pop()!, body: body ? JSON.parse(body) : null, auth: String(req.headers.authorization ?? '') });
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end('{}');
+      const call = { method: (req.url ?? '').split('/').pop()!, body: body ? JSON.parse(body) : null, auth: String(req.headers.authorization ?? '') };
+      calls.push(call);
+      const failure = lk.fail(call.method, call.body);
+      res.writeHead(failure?.status ?? 200, { 'Content-Type': 'application/json' });
+      res.end(failure ? JSON.stringify({ code: failure.code, msg: failure.code.replace('_', ' ') }) : '{}');
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, calls };
+  lk.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return lk;
 }
 
 /** Posts a webhook signed as LiveKit signs them (or with `o.secret`, `o.tamper`, no signature). */
@@ -176,8 +183,116 @@ t.test('voice presence', async (t) => {
     await owner.api.patch(`/servers/${srv.id}`, { description: 'no permission change' });
     await owner.api.patch(`/servers/${srv.id}/members/${alice.userId}`, { nickname: 'still here' });
     t.equal((await owner.api.del(`/servers/${srv.id}/members/${bob.userId}`)).status, 204);
-    await until('bob removed', () => lk.calls.slice(mark).some((c) => c.body.identity === bob.userId));
-    t.same(lk.calls.slice(mark).map((c) => c.body.identity), [bob.userId], 'only the kicked member');
+    await until('bob removed', () => lk.calls.slice(mark).some((c) => c.method === 'RemoveParticipant' && c.body.identity === bob.userId));
+    t.same(lk.calls.slice(mark).filter((c) => c.method === 'RemoveParticipant').map((c) => c.body.identity), [bob.userId], 'only the kicked member');
+    await webhook(s, left(vc, bob.userId));
+    await webhook(s, left(vc, alice.userId));
+    await join(owner, srv.general, bob);
+  });
+
+  t.test('other permission changes reach a live call: UpdateParticipant with what the member may now do', async (t) => {
+    await webhook(s, joined(vc, alice.userId));
+    await webhook(s, joined(vc, bob.userId));
+    await until('both in', async () => Object.keys((await s.readModels.getJson<any>(`voice:${srv.id}`))?.participants ?? {}).length === 2);
+    const updatesOf = (from: number, user: string) => lk.calls.slice(from).filter((c) => c.method === 'UpdateParticipant' && c.body.identity === user);
+    // Proto3 JSON leaves out false and empty fields.
+    const perm = (c: any) => ({ sub: c.body.permission.canSubscribe ?? false, pub: c.body.permission.canPublish ?? false, data: c.body.permission.canPublishData ?? false, sources: [...(c.body.permission.canPublishSources ?? [])].sort() });
+
+    // Server mute (can_publish false): alice may publish nothing, data included; she still hears.
+    let mark = lk.calls.length;
+    t.equal((await owner.api.patch(`/servers/${srv.id}/members/${alice.userId}`, { can_publish: false })).status, 200);
+    await until('alice updated', () => updatesOf(mark, alice.userId).length > 0);
+    t.same(perm(updatesOf(mark, alice.userId).at(-1)), { sub: true, pub: false, data: false, sources: [] });
+    t.equal(updatesOf(mark, alice.userId).at(-1)!.body.room, vc);
+    t.same(updatesOf(mark, bob.userId), [], 'a member edit concerns that member only');
+    t.notOk(lk.calls.slice(mark).some((c) => c.method === 'RemoveParticipant'), 'she keeps Connect');
+
+    // Losing Video in the channel: both may publish only their microphone.
+    mark = lk.calls.length;
+    t.equal((await owner.api.patch(`/servers/${srv.id}/members/${alice.userId}`, { remove: ['CanPublish'] })).status, 200);
+    await until('alice unmuted', () => updatesOf(mark, alice.userId).length > 0);
+    t.same(perm(updatesOf(mark, alice.userId).at(-1)), { sub: true, pub: true, data: true, sources: ['CAMERA', 'MICROPHONE', 'SCREEN_SHARE', 'SCREEN_SHARE_AUDIO'] });
+    mark = lk.calls.length;
+    await owner.api.put(`/channels/${vc}/permissions/default`, { permissions: { allow: 0, deny: Number(P.Video) } });
+    await until('both updated', () => updatesOf(mark, alice.userId).length > 0 && updatesOf(mark, bob.userId).length > 0);
+    for (const u of [alice, bob]) t.same(perm(updatesOf(mark, u.userId).at(-1)), { sub: true, pub: true, data: true, sources: ['MICROPHONE'] });
+
+    // A change that leaves their rights as they were calls nothing: a nickname, or the same override again.
+    mark = lk.calls.length;
+    await owner.api.patch(`/servers/${srv.id}/members/${alice.userId}`, { nickname: 'loud' });
+    await owner.api.put(`/channels/${vc}/permissions/default`, { permissions: { allow: 0, deny: Number(P.Video) } });
+    // ...then a real change for bob only (Speak denied through a role): bob's update comes, alice's does not.
+    const quiet = await owner.api.post(`/servers/${srv.id}/roles`, { name: 'quiet' });
+    await owner.api.put(`/servers/${srv.id}/permissions/${quiet.body.id}`, { permissions: { allow: 0, deny: Number(P.Speak) } });
+    await owner.api.patch(`/servers/${srv.id}/members/${bob.userId}`, { roles: [quiet.body.id] });
+    await until('bob muted by the role', () => updatesOf(mark, bob.userId).some((c) => perm(c).sources.length === 0));
+    t.same(perm(updatesOf(mark, bob.userId).at(-1)), { sub: true, pub: false, data: false, sources: [] });
+    t.same(updatesOf(mark, alice.userId), [], 'nothing for alice: her rights did not change');
+
+    // A deleted voice channel's room is closed.
+    const doomed = await voiceChannel(owner, srv.id, 'Doomed');
+    await webhook(s, joined(doomed, alice.userId));
+    mark = lk.calls.length;
+    t.equal((await owner.api.del(`/channels/${doomed}`)).status, 204);
+    await until('room deleted', () => lk.calls.slice(mark).some((c) => c.method === 'DeleteRoom' && c.body.room === doomed));
+
+    await owner.api.put(`/channels/${vc}/permissions/default`, { permissions: { allow: 0, deny: 0 } });
+    await owner.api.patch(`/servers/${srv.id}/members/${bob.userId}`, { remove: ['Roles'] });
+    await webhook(s, left(vc, bob.userId));
+    await webhook(s, left(vc, alice.userId));
+  });
+
+  t.test('moving a member between calls (voice_channel): MoveMembers, through LiveKit MoveParticipant', async (t) => {
+    const vc3 = await voiceChannel(owner, srv.id, 'Third');
+    const S = `/servers/${srv.id}/members`;
+    await webhook(s, joined(vc, alice.userId));
+    await until('alice in', async () => (await s.readModels.getJson<any>(`voice:${srv.id}`))?.participants?.[alice.userId]?.channel === vc);
+    const moves = (from: number) => lk.calls.slice(from).filter((c) => c.method === 'MoveParticipant');
+    const mark = lk.calls.length;
+
+    // Authorization and bad input first: nothing reaches LiveKit.
+    t.match(await bob.api.patch(`${S}/${alice.userId}`, { voice_channel: vc3 }), { status: 403, body: { type: 'MissingPermission', permission: 'MoveMembers' } });
+    t.match(await alice.api.patch(`${S}/${alice.userId}`, { voice_channel: vc3 }), { status: 403, body: { type: 'MissingPermission', permission: 'MoveMembers' } }, 'moving oneself needs it too');
+    t.match(await owner.api.patch(`${S}/${alice.userId}`, { voice_channel: 42 }), { status: 400, body: { type: 'FailedValidation' } });
+    t.match(await owner.api.patch(`${S}/${alice.userId}`, { voice_channel: newId() }), { status: 404, body: { type: 'UnknownChannel' } });
+    t.match(await owner.api.patch(`${S}/${alice.userId}`, { voice_channel: srv.general }), { status: 400, body: { type: 'NotAVoiceChannel' } });
+    t.match(await owner.api.patch(`${S}/${bob.userId}`, { voice_channel: vc3 }), { status: 400, body: { type: 'NotConnected' } }, 'bob is in no call');
+    t.match(await owner.api.patch(`${S}/${newId()}`, { voice_channel: vc3 }), { status: 404, body: { type: 'NotFound' } });
+    const elsewhere = await createServer(bob, 'Elsewhere');
+    const foreign = await voiceChannel(bob, elsewhere.id, 'Foreign');
+    t.match(await owner.api.patch(`${S}/${alice.userId}`, { voice_channel: foreign }), { status: 404, body: { type: 'UnknownChannel' } }, "another server's channel");
+    t.match(await owner.api.patch(`${S}/${alice.userId}`, { voice_channel: hidden, nickname: 'x'.repeat(33) }), { status: 400, body: { type: 'FailedValidation' } });
+    // The destination must let the member Connect.
+    t.match(await owner.api.patch(`${S}/${alice.userId}`, { voice_channel: hidden }), { status: 403, body: { type: 'MissingPermission', permission: 'Connect' } });
+    t.same(moves(mark), [], 'no refused move reached LiveKit');
+
+    // A member with MoveMembers who ranks above the target moves them; one who does not rank above cannot.
+    const movers = await owner.api.post(`/servers/${srv.id}/roles`, { name: 'movers' });
+    await owner.api.put(`/servers/${srv.id}/permissions/${movers.body.id}`, { permissions: { allow: Number(P.MoveMembers | P.ManageNicknames), deny: 0 } });
+    await owner.api.patch(`${S}/${bob.userId}`, { roles: [movers.body.id] });
+    await owner.api.patch(`${S}/${alice.userId}`, { roles: [movers.body.id] });
+    t.match(await bob.api.patch(`${S}/${alice.userId}`, { voice_channel: vc3 }), { status: 403, body: { type: 'NotElevated' } }, 'same rank');
+    await owner.api.patch(`${S}/${alice.userId}`, { remove: ['Roles'] });
+    const moved = await bob.api.patch(`${S}/${alice.userId}`, { voice_channel: vc3, nickname: 'moved' });
+    t.equal(moved.status, 200, moved.text);
+    t.equal(moved.body.nickname, 'moved', 'with the rest of the edit');
+    t.same(moves(mark).map((c) => [c.body.room, c.body.identity, c.body.destinationRoom]), [[vc, alice.userId, vc3]]);
+    // LiveKit reports the move as a join of the new room and a leave of the old: presence follows.
+    await webhook(s, joined(vc3, alice.userId));
+    await webhook(s, left(vc, alice.userId));
+    await until('alice in the third channel', async () => (await s.readModels.getJson<any>(`voice:${srv.id}`))?.participants?.[alice.userId]?.channel === vc3);
+    t.equal((await bob.api.patch(`${S}/${alice.userId}`, { voice_channel: vc3 })).status, 200, 'already there: nothing to do');
+    t.equal(moves(mark).length, 1);
+
+    // LiveKit answering not_found (she left meanwhile) → NotConnected, and the edit is not applied.
+    lk.fail = (method) => (method === 'MoveParticipant' ? { status: 404, code: 'not_found' } : null);
+    t.match(await bob.api.patch(`${S}/${alice.userId}`, { voice_channel: vc, nickname: 'not applied' }), { status: 400, body: { type: 'NotConnected' } });
+    lk.fail = (method) => (method === 'MoveParticipant' ? { status: 400, code: 'invalid_argument' } : null);
+    t.match(await bob.api.patch(`${S}/${alice.userId}`, { voice_channel: vc }), { status: 400, body: { type: 'LiveKitUnavailable' } });
+    lk.fail = () => null;
+    t.equal((await owner.api.get(`${S}/${alice.userId}`)).body.nickname, 'moved', 'a failed move applied nothing');
+    await webhook(s, left(vc3, alice.userId));
+    await owner.api.patch(`${S}/${bob.userId}`, { remove: ['Roles'] });
   });
 
   t.test('rebuild equals live', async (t) => {

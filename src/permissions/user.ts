@@ -41,22 +41,23 @@ export interface UserPermissionFacts {
   relationship: 'None' | 'User' | 'Friend' | 'Outgoing' | 'Incoming' | 'Blocked' | 'BlockedOther';
   /** They share a server, a group or a DM. Only consulted when the relationship does not decide. */
   mutual: boolean;
-  /** Either of them is a bot. */
-  bot: boolean;
+  /** The other user (the target) is a bot. */
+  targetIsBot: boolean;
+  /** The viewer is a bot. */
+  viewerIsBot: boolean;
 }
 
 /**
  * Stoat's order: oneself and friends get everything; a block either way leaves Access only; a pending
- * request gives Access; a mutual connection gives Access + ViewProfile (+ SendMessage with a bot).
+ * request gives Access; a mutual connection, or a bot target, gives Access + ViewProfile; a mutual connection
+ * with a bot on either side adds SendMessage. The one user-permission rule of the service (BigInt bits).
  */
 export function userPermissions(f: UserPermissionFacts): bigint {
   if (f.same || f.relationship === 'User' || f.relationship === 'Friend') return ALL_USER_PERMISSIONS;
   if (f.relationship === 'Blocked' || f.relationship === 'BlockedOther') return UserPermission.Access;
   let value = f.relationship === 'Incoming' || f.relationship === 'Outgoing' ? UserPermission.Access : 0n;
-  if (f.mutual) {
-    value = UserPermission.Access | UserPermission.ViewProfile;
-    if (f.bot) value |= UserPermission.SendMessage;
-  }
+  if (f.mutual || f.targetIsBot) value = UserPermission.Access | UserPermission.ViewProfile;
+  if (f.mutual && (f.viewerIsBot || f.targetIsBot)) value |= UserPermission.SendMessage;
   return value;
 }
 

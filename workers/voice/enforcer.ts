@@ -1,8 +1,15 @@
 /**
- * Keeps LiveKit rooms in step with permissions (worker role): members who lose Connect — a channel or server
- * override, a role change, a timeout, a kick or leave, a ban, a deleted channel — are removed from the room
- * through LiveKit's server API (RoomService.RemoveParticipant); LiveKit's `participant_left` webhook then ends
- * their voice state as for any leave.
+ * Keeps LiveKit rooms in step with permissions (worker role), through LiveKit's server API (RoomService):
+ * - members who lose Connect — a channel or server override, a role change, a timeout, a kick or leave, a
+ *   ban — are removed from the room (RemoveParticipant); LiveKit's `participant_left` webhook then ends their
+ *   voice state as for any leave;
+ * - members who keep Connect get their participant permission updated (UpdateParticipant) when what they may
+ *   do changes: publishing ⇐ Speak/Video (so also `can_publish` and timeouts), subscribing ⇐ Listen (so also
+ *   `can_receive`), data ⇐ Speak — the same capabilities a join token carries (`joinGrant`);
+ * - a deleted channel's room, and a deleted server's rooms, are closed (DeleteRoom).
+ *
+ * The permission last applied to each participant is kept in Redis (`voice:enforcer:applied:<serverId>`,
+ * cleared when they join or leave), so a change that leaves someone's rights as they were calls nothing.
  *
  * A subscription to the event log (from a checkpoint in Redis shared by every worker process, starting at the
  * head the first time) turns each permission-changing event of a server that has someone in voice into a
@@ -12,7 +19,6 @@
  */
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { RoomServiceClient } from 'livekit-server-sdk';
 import { channelAccess } from '../../src/access.ts';
 import type { Config } from '../../src/config.ts';
 import type { ServerVoiceState } from '../../src/domain/voice/state.ts';
@@ -23,6 +29,7 @@ import { timedJob, trackQueue } from '../../src/metrics/registry.ts';
 import { Permission } from '../../src/permissions/bits.ts';
 import { rm } from '../../src/readmodel/keys.ts';
 import type { ReadModels } from '../../src/readmodel/reader.ts';
+import { isNotFound, permissionKey, participantPermission, roomService } from '../../src/voice/rooms.ts';
 import { bullConnection, bullPrefix } from '../media/jobs.ts';
 
 /** The queue of permission checks. */
@@ -42,11 +49,46 @@ export const PERMISSION_EVENTS: ReadonlySet<string> = new Set([
   'ChannelDeleted',
 ]);
 
+/** Member fields whose change can change what a member may do in a call. */
+const VOICE_MEMBER_FIELDS = ['roles', 'timeout', 'can_publish', 'can_receive'] as const;
+const VOICE_MEMBER_REMOVES = new Set(['Roles', 'Timeout', 'CanPublish', 'CanReceive']);
+
 /** What a check job carries. */
 interface CheckJob {
   serverId: string;
   /** Position of the event that triggered it (decimal); the read models must have passed it. */
   position: string;
+  /** Only these participants (a member's own edit, leave or ban); absent: every participant of the server. */
+  users?: string[];
+  /** Rooms to close (deleted channels). */
+  rooms?: string[];
+}
+
+/**
+ * Whom a permission event concerns: `null` for nobody (a member edit of a nickname or avatar), a list of users
+ * for a member's own change, `'all'` for a change of roles, defaults or overrides.
+ */
+export function concerned(e: { type: string; data: unknown }): string[] | 'all' | null {
+  switch (e.type) {
+    case 'MemberEdited': {
+      const d = e.data as { userId: string; data: Record<string, unknown>; remove: string[] };
+      const relevant = VOICE_MEMBER_FIELDS.some((f) => d.data[f] !== undefined) || d.remove.some((r) => VOICE_MEMBER_REMOVES.has(r));
+      return relevant ? [d.userId] : null;
+    }
+    case 'MemberLeft':
+    case 'UserBanned':
+      return [(e.data as { userId: string }).userId];
+    default:
+      return 'all';
+  }
+}
+
+/** Merges a job into the pending one of its server: users add up, any server-wide event makes it server-wide. */
+function merge(into: CheckJob | undefined, next: CheckJob): CheckJob {
+  if (!into) return next;
+  const users = into.users && next.users ? [...new Set([...into.users, ...next.users])] : undefined;
+  const rooms = [...(into.rooms ?? []), ...(next.rooms ?? [])];
+  return { serverId: next.serverId, position: next.position, ...(users ? { users } : {}), ...(rooms.length ? { rooms } : {}) };
 }
 
 /** Dependencies of the enforcer. */
@@ -65,11 +107,6 @@ export interface VoiceEnforcer {
   close(): Promise<void>;
 }
 
-/** LiveKit's HTTP API base from LIVEKIT_URL (clients get ws(s)://, the server API is the same host over http(s)). */
-export function livekitApiUrl(url: string): string {
-  return url.replace(/^ws(s?):\/\//, 'http$1://');
-}
-
 const MAX_CP = `local c = redis.call('get', KEYS[1]) if (not c) or tonumber(c) < tonumber(ARGV[1]) then redis.call('set', KEYS[1], ARGV[1]) end return 1`;
 
 /** Starts the enforcer (only with voice enabled). */
@@ -77,7 +114,7 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
   const { config, log, store, readModels } = deps;
   const voice = config.voice;
   if (!voice.enabled) throw new Error('voice is not enabled');
-  const rooms = new RoomServiceClient(livekitApiUrl(voice.url), voice.apiKey, voice.apiSecret);
+  const rooms = roomService(voice);
   const connection = bullConnection(config.redisUrl);
   const prefix = bullPrefix(config.redisPrefix);
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
@@ -87,31 +124,51 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
   queue.on('error', (err) => log.warn({ err: err.message }, 'voice queue error'));
   const untrack = trackQueue(VOICE_QUEUE, queue);
 
+  const appliedKey = (serverId: string) => `${config.redisPrefix}voice:enforcer:applied:${serverId}`;
+  /** Runs a LiveKit call; LiveKit answering not_found (the participant or room is gone already) is success. */
+  const gone = async (call: () => Promise<unknown>): Promise<boolean> => {
+    try {
+      await call();
+      return true;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      return false;
+    }
+  };
+
   const check = async (job: Job<CheckJob>): Promise<number> => {
     const { serverId, position } = job.data;
+    for (const room of job.data.rooms ?? []) {
+      if (await gone(() => rooms.deleteRoom(room))) log.info({ serverId, room }, 'closed the voice room of a deleted channel');
+    }
     await readModels.waitFor(serverId, BigInt(position));
     const state = await readModels.getJson<ServerVoiceState>(rm.serverVoice(serverId));
-    let removed = 0;
+    const only = job.data.users ? new Set(job.data.users) : null;
+    let changed = 0;
     for (const [userId, p] of Object.entries(state?.participants ?? {})) {
-      let connect: boolean;
+      if (only && !only.has(userId)) continue;
+      let permissions: bigint;
       try {
-        const a = await channelAccess({ readModels, now: deps.now }, p.channel, userId);
-        connect = (a.permissions & Permission.Connect) !== 0n;
+        permissions = (await channelAccess({ readModels, now: deps.now }, p.channel, userId)).permissions;
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
-        connect = false; // not a member any more, or the channel is gone
+        permissions = 0n; // not a member any more, or the channel is gone
       }
-      if (connect) continue;
-      try {
-        await rooms.removeParticipant(p.channel, userId);
-        removed++;
+      if ((permissions & Permission.Connect) === 0n) {
+        await gone(() => rooms.removeParticipant(p.channel, userId));
+        await redis.hdel(appliedKey(serverId), userId);
+        changed++;
         log.info({ serverId, channel: p.channel, user: userId }, 'removed from a voice room: no Connect');
-      } catch (err) {
-        // Already gone from the room (LiveKit answers not_found): nothing left to do.
-        if (!/not.?found/i.test(String((err as Error).message))) throw err;
+        continue;
       }
+      const key = `${p.channel}|${permissionKey(permissions)}`;
+      if ((await redis.hget(appliedKey(serverId), userId)) === key) continue;
+      await gone(() => rooms.updateParticipant(p.channel, userId, { permission: participantPermission(permissions) }));
+      await redis.hset(appliedKey(serverId), userId, key);
+      changed++;
+      log.info({ serverId, channel: p.channel, user: userId }, 'voice permissions updated');
     }
-    return removed;
+    return changed;
   };
   const worker = new Worker<CheckJob, number>(VOICE_QUEUE, timedJob(VOICE_QUEUE, check), { connection, prefix, concurrency: 4 });
   worker.on('error', (err) => log.warn({ err: err.message }, 'voice worker error'));
@@ -128,12 +185,26 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
     onEvents: async (events) => {
       const jobs = new Map<string, CheckJob>();
       for (const e of events) {
+        const serverId = e.metadata.scope;
+        if (e.type === 'VoiceParticipantJoined' || e.type === 'VoiceParticipantLeft') {
+          // A new session starts with its join token's rights: nothing is known to be applied to it.
+          await redis.hdel(appliedKey(serverId), (e.data as { user: string }).user);
+          continue;
+        }
+        if (e.type === 'ChannelDeleted' || e.type === 'ServerDeleted') {
+          const closed = e.type === 'ChannelDeleted' ? [(e.data as { channelId: string }).channelId] : (e.data as { channels: string[] }).channels;
+          jobs.set(serverId, merge(jobs.get(serverId), { serverId, position: e.position.toString(), users: [], rooms: closed }));
+          if (e.type === 'ServerDeleted') await redis.del(appliedKey(serverId));
+          continue;
+        }
         if (!PERMISSION_EVENTS.has(e.type)) continue;
-        jobs.set(e.metadata.scope, { serverId: e.metadata.scope, position: e.position.toString() });
+        const who = concerned(e);
+        if (who === null) continue;
+        jobs.set(serverId, merge(jobs.get(serverId), { serverId, position: e.position.toString(), ...(who === 'all' ? {} : { users: who }) }));
       }
       for (const job of jobs.values()) {
         const st = await readModels.getJson<ServerVoiceState>(rm.serverVoice(job.serverId));
-        if (!st || Object.keys(st.participants).length === 0) continue;
+        if (!job.rooms?.length && (!st || Object.keys(st.participants).length === 0)) continue;
         await queue.add('check', job, { jobId: `${job.serverId}-${job.position}`, attempts: 5, backoff: { type: 'exponential', delay: 500 }, removeOnComplete: 1000, removeOnFail: 1000 });
       }
       await redis.eval(MAX_CP, 1, cpKey, events[events.length - 1]!.position.toString());

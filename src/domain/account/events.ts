@@ -45,6 +45,8 @@ export const accountEvents = {
   TotpEnabled: z.object({}),
   /** Two-factor login by TOTP was turned off. */
   TotpDisabled: z.object({}),
+  /** A TOTP code was accepted: its RFC 6238 time-step; no code of that step or an earlier one is accepted again. */
+  TotpCodeUsed: z.object({ step: z.number().int().min(0) }),
   /** New recovery codes; `codes` is the JSON list encrypted under the configured key. */
   RecoveryCodesGenerated: z.object({ codes: z.string() }),
   /** A recovery code was used (its index in the current list). */

@@ -43,19 +43,26 @@ function totpOf(key: Buffer, stored: string): TOTP | null {
   return secret ? new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }) : null;
 }
 
-/** True when `code` is the current TOTP code of the stored secret (one step either side, for clock drift). */
-export function checkTotp(key: Buffer, stored: string, code: string, now: number): boolean {
-  if (!/^\d{6}$/.test(code)) return false;
+/**
+ * The RFC 6238 time-step (floor(unix seconds / 30)) whose code `code` is, among the current step and one either
+ * side (clock drift); null when it is none of them, or when that step is not after `lastUsed`, the step of the
+ * last code accepted for this secret: a code cannot be used twice, nor an older one after a newer.
+ */
+export function checkTotp(key: Buffer, stored: string, code: string, now: number, lastUsed?: number | null): number | null {
+  if (!/^\d{6}$/.test(code)) return null;
   const totp = totpOf(key, stored);
-  if (!totp) return false;
+  if (!totp) return null;
   // Every candidate is compared, in constant time (otpauth's own validate compares plain strings).
   const given = Buffer.from(code);
-  let ok = false;
-  for (const step of [-1, 0, 1]) {
-    const want = Buffer.from(totp.generate({ timestamp: now + step * 30_000 }));
-    if (want.length === given.length && timingSafeEqual(want, given)) ok = true;
+  const current = Math.floor(now / 30_000);
+  let matched: number | null = null;
+  for (const delta of [-1, 0, 1]) {
+    const step = current + delta;
+    const want = Buffer.from(totp.generate({ timestamp: step * 30_000 }));
+    if (want.length === given.length && timingSafeEqual(want, given) && matched === null) matched = step;
   }
-  return ok;
+  if (matched === null || (lastUsed !== undefined && lastUsed !== null && matched <= lastUsed)) return null;
+  return matched;
 }
 
 /** `count` new recovery codes, Stoat's shape `xxxxx-xxxxx` (lower-case letters and digits). */

@@ -33,8 +33,9 @@ export async function checkMfaResponse(
   }
   if ('totp_code' in response) {
     if (!allowed.includes('Totp') || !state.totp) throw new AppError({ type: 'DisallowedMFAMethod' });
-    if (!checkTotp(ctx.totpKey, state.totp.secret, response.totp_code.trim(), ctx.now)) throw new AppError({ type: 'InvalidToken' });
-    return { method: 'Totp', events: [] };
+    const step = checkTotp(ctx.totpKey, state.totp.secret, response.totp_code.trim(), ctx.now, state.totp.lastStep);
+    if (step === null) throw new AppError({ type: 'InvalidToken' });
+    return { method: 'Totp', events: [{ type: 'TotpCodeUsed', data: { step } }] };
   }
   if (!allowed.includes('Recovery')) throw new AppError({ type: 'DisallowedMFAMethod' });
   const index = matchRecoveryCode(ctx.totpKey, state, response.recovery_code);

@@ -31,7 +31,7 @@ export interface AccountState {
   /** Open MFA tickets by id (at most `MAX_TICKETS`, oldest dropped). */
   tickets?: Record<string, MfaTicketState>;
   /** TOTP: a generated secret (encrypted under the configured key), pending until confirmed, then enabled. */
-  totp?: { status: 'Pending' | 'Enabled'; secret: string } | null;
+  totp?: { status: 'Pending' | 'Enabled'; secret: string; lastStep?: number } | null;
   /** Recovery codes (the list encrypted under the configured key) and the indexes used up. */
   recovery?: { codes: string; used: number[] } | null;
   /** Revision of the `account-<id>` stream this state reflects. */
@@ -201,6 +201,9 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
       return s;
     case 'TotpDisabled':
       s.totp = null;
+      return s;
+    case 'TotpCodeUsed':
+      if (s.totp) s.totp = { ...s.totp, lastStep: e.data.step };
       return s;
     case 'RecoveryCodesGenerated':
       s.recovery = { codes: e.data.codes, used: [] };

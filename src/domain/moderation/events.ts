@@ -79,6 +79,8 @@ export const moderationEvents = {
   AccountBanned: z.object({ userId: z.string(), reason: z.string() }),
   /** An admin lifted an account's suspension or ban. */
   AccountSanctionLifted: z.object({ userId: z.string(), reason: z.string() }),
-  /** A moderator deleted a message (appended with its `MessageDeleted`). */
-  ModeratorDeletedMessage: z.object({ message: z.string(), channel: z.string(), server: z.string(), author: z.string(), reason: z.string() }),
+  /** A moderator deleted a message (appended with its `MessageDeleted`); `server` is null for a DM or group message. */
+  ModeratorDeletedMessage: z.object({ message: z.string(), channel: z.string(), server: z.string().nullable(), author: z.string(), reason: z.string() }),
+  /** A moderator deleted a whole server (appended with its `ServerDeleted`). */
+  ModeratorDeletedServer: z.object({ server: z.string(), name: z.string(), owner: z.string(), reason: z.string() }),
 };

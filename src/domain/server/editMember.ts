@@ -23,6 +23,8 @@ export interface EditMember {
   timeout?: string | undefined;
   can_publish?: boolean | undefined;
   can_receive?: boolean | undefined;
+  /** A move between voice calls is asked for (`voice_channel`; the move itself is `decideMove`'s). */
+  move?: boolean | undefined;
   remove: MemberField[];
 }
 
@@ -36,7 +38,7 @@ export interface EditMemberContext extends CallerContext {
  * (another member's → 400 InvalidOperation) with ChangeAvatar; avatar removal (self ChangeAvatar, other
  * RemoveAvatars); roles → AssignRoles; timeout → setting it on oneself 400 CannotTimeoutYourself, on a
  * member who holds TimeoutMembers 403 IsElevated, then TimeoutMembers; can_publish → MuteMembers; can_receive →
- * DeafenMembers; then a target
+ * DeafenMembers; voice_channel → MoveMembers; then a target
  * other than oneself must rank below the caller (403 NotElevated); each added role must exist (404 InvalidRole)
  * and rank below the caller (403 NotElevated).
  */
@@ -67,6 +69,7 @@ export function decideEditMember(cmd: EditMember, view: ServerView, ctx: EditMem
   }
   if (cmd.can_publish !== undefined) requirePermission(p, Permission.MuteMembers);
   if (cmd.can_receive !== undefined) requirePermission(p, Permission.DeafenMembers);
+  if (cmd.move) requirePermission(p, Permission.MoveMembers);
 
   if (!self) requireElevatedOver(ctx.caller.ranking, memberRanking(server, target));
   let roles: string[] | undefined;

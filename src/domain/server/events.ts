@@ -116,6 +116,12 @@ export const serverEvents = {
   UserBanned: z.object({ userId: z.string(), reason: z.string().optional() }),
   /** A ban was lifted. */
   UserUnbanned: z.object({ userId: z.string() }),
+  /**
+   * A user took a server slot by creating or joining `server` (stream `serverslots-<userId>`, scope the user;
+   * appended atomically with the membership it stands for): orders one user's creates and joins, so the
+   * per-user server limit holds exactly under concurrency.
+   */
+  ServerSlotTaken: z.object({ server: z.string() }),
 
   /** An invite to one of the server's channels was created. */
   InviteCreated: z.object({ invite: InviteObject }),

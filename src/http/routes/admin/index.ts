@@ -4,9 +4,10 @@ import messageDelete from './messageDelete.ts';
 import reportEdit from './reportEdit.ts';
 import reportFetch from './reportFetch.ts';
 import reportList from './reportList.ts';
+import serverDelete from './serverDelete.ts';
 import userBan from './userBan.ts';
 import userFetch from './userFetch.ts';
 import userLift from './userLift.ts';
 import userSuspend from './userSuspend.ts';
 
-export default [reportList, reportFetch, reportEdit, userFetch, userSuspend, userBan, userLift, messageDelete, auditLog];
+export default [reportList, reportFetch, reportEdit, userFetch, userSuspend, userBan, userLift, messageDelete, auditLog, serverDelete];

@@ -1,9 +1,9 @@
-// DELETE /admin/messages/:message_id — delete any message with a reason (staff); recorded in the instance audit log.
+// DELETE /admin/messages/:message_id — delete any message (server channel, DM, group or Saved Notes) with a reason (staff); recorded in the instance audit log.
 import { INSTANCE_SCOPE, modActionStream } from '../../../domain/moderation/events.ts';
 import { messageStream } from '../../../domain/message/events.ts';
 import { AppError } from '../../../errors.ts';
 import { newId } from '../../../ids.ts';
-import { loadChannel } from '../../../access.ts';
+import { loadChannel, loadPrivateChannel } from '../../../access.ts';
 import { loadMessage } from '../../../readmodel/messages.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
 import { callerRole, pathId, ReasonBody } from './staff.ts';
@@ -22,18 +22,21 @@ export default defineRoute({
     const actionStream = modActionStream(newId(rc.deps.now()));
     const stream = messageStream(messageId);
     await rc.deps.executor.execute({ ...rc.meta, reason: rc.body.reason }, [stream], async () => {
-      // Staff are not members: the channel and its server are read without a membership check.
+      // Staff are not members or recipients: the channel is read without an access check. A server channel's
+      // messages are scoped to its server, a private channel's to the channel itself.
       const channel = await loadChannel(rc.deps, channelId);
-      const message = channel ? await loadMessage(rc.deps.readModels, channelId, messageId) : null;
-      if (!channel || !message) throw new AppError({ type: 'NotFound' });
+      const server = channel ? channel.server : null;
+      const exists = channel !== null || (await loadPrivateChannel(rc.deps, channelId)) !== null;
+      const message = exists ? await loadMessage(rc.deps.readModels, channelId, messageId) : null;
+      if (!exists || !message) throw new AppError({ type: 'NotFound' });
       return {
         writes: [
-          { stream, scope: channel.server, expected: message.revision, events: [{ type: 'MessageDeleted', data: { channel: channelId } }] },
+          { stream, scope: server ?? channelId, expected: message.revision, events: [{ type: 'MessageDeleted', data: { channel: channelId } }] },
           {
             stream: actionStream,
             scope: INSTANCE_SCOPE,
             expected: 'no_stream',
-            events: [{ type: 'ModeratorDeletedMessage', data: { message: messageId, channel: channelId, server: channel.server, author: message.author, reason: rc.body.reason } }],
+            events: [{ type: 'ModeratorDeletedMessage', data: { message: messageId, channel: channelId, server, author: message.author, reason: rc.body.reason } }],
           },
         ],
         result: undefined,

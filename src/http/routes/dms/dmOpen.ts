@@ -22,7 +22,7 @@ export default defineRoute({
       // Stoat's user permissions: SendMessage comes from friendship (or a bot with a mutual connection; this
       // service has no bots), so a block either way, a pending request or no relationship is refused.
       const relationship = statusOf(await loadRelations(deps, me), target._id);
-      const value = userPermissions({ same: false, relationship, mutual: false, bot: false });
+      const value = userPermissions({ same: false, relationship, mutual: false, targetIsBot: false, viewerIsBot: false });
       if ((value & UserPermission.SendMessage) === 0n) throw missingPermission('SendMessage');
     }
     const pair = dmPairStream(me, target._id);

@@ -8,7 +8,7 @@ import { rm } from '../../../readmodel/keys.ts';
 import { serverStream } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { loadInvite } from './load.ts';
-import { assertServerSlot } from '../servers/serverLimit.ts';
+import { claimServerSlot, serverSlotStream } from '../servers/serverLimit.ts';
 import { isGroupInvite, joinGroupInvite } from '../groups/invites.ts';
 
 export default defineRoute({
@@ -21,11 +21,12 @@ export default defineRoute({
     if (isGroupInvite(invite)) return joinGroupInvite(rc, invite);
     const serverId = invite.server;
     const stream = serverStream(serverId);
-    await deps.executor.execute(meta, [stream], async () => {
+    await deps.executor.execute(meta, [stream, serverSlotStream(caller.userId)], async () => {
       const server = await loadServer(deps, serverId);
       if (!server) throw new AppError({ type: 'NotFound' });
       const member = await loadMember(deps, serverId, caller.userId);
-      if (!member) await assertServerSlot(deps, caller.userId);
+      // The per-user server limit, decided under the revision of the user's slot stream (see claimServerSlot).
+      const slot = member ? null : await claimServerSlot(deps, caller.userId, serverId);
       const ban = await deps.readModels.hgetJson<ServerBanObject>(rm.serverBans(serverId), caller.userId);
       const departed = await deps.readModels.hgetJson<Moderation>(rm.serverDeparted(serverId), caller.userId);
       const events = decideJoinServer(
@@ -33,7 +34,9 @@ export default defineRoute({
         { server, members: member ? { [caller.userId]: member } : {}, bans: ban ? { [caller.userId]: ban } : {} },
         { now: deps.executor.now(), departed },
       );
-      return { writes: [{ stream, scope: serverId, expected: server.revision, events }], result: undefined };
+      const writes = [{ stream, scope: serverId, expected: server.revision, events }];
+      // A refused join appends nothing, its slot included; the slot write goes last (see claimServerSlot).
+      return { writes: slot && events.length > 0 ? [...writes, slot] : writes, result: undefined };
     });
     const server = await loadServer(deps, serverId);
     const member = await loadMember(deps, serverId, caller.userId);

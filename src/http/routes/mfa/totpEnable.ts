@@ -18,8 +18,10 @@ export default defineRoute({
       const state = await loadAccount(deps, caller.userId);
       if (state.totp?.status === 'Enabled') throw new AppError({ type: 'TotpAlreadyEnabled' });
       if (!state.totp) throw new AppError({ type: 'InvalidOperation' });
-      if (!checkTotp(deps.secrets.totpKey, state.totp.secret, body.totp_code.trim(), deps.now())) throw new AppError({ type: 'InvalidToken' });
-      const events: DomainEvent[] = [{ type: 'TotpEnabled', data: {} }];
+      const step = checkTotp(deps.secrets.totpKey, state.totp.secret, body.totp_code.trim(), deps.now(), state.totp.lastStep);
+      if (step === null) throw new AppError({ type: 'InvalidToken' });
+      // The confirming code is used up too: it cannot log in or make a ticket afterwards.
+      const events: DomainEvent[] = [{ type: 'TotpEnabled', data: {} }, { type: 'TotpCodeUsed', data: { step } }];
       // Recovery codes exist from the start, so a lost authenticator never locks the owner out.
       if (!state.recovery) events.push({ type: 'RecoveryCodesGenerated', data: { codes: sealRecoveryCodes(deps.secrets.totpKey, newRecoveryCodes()) } });
       return { writes: [{ stream, scope: caller.userId, expected: state.revision, events }], result: undefined };

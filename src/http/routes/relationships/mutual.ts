@@ -39,7 +39,7 @@ export default defineRoute({
       .filter((c) => (c.channel_type === 'DirectMessage' || c.channel_type === 'Group') && c.recipients.includes(target._id))
       .map((c) => c._id);
     const relationship = statusOf(mine, target._id);
-    const value = userPermissions({ same: false, relationship, mutual: servers.length > 0 || channels.length > 0, bot: false });
+    const value = userPermissions({ same: false, relationship, mutual: servers.length > 0 || channels.length > 0, targetIsBot: false, viewerIsBot: false });
     if ((value & UserPermission.ViewProfile) === 0n) throw missingPermission('ViewProfile');
     const users = Object.keys(mine.relations)
       .filter((u) => mine.relations[u] === 'Friend' && statusOf(theirs, u) === 'Friend')

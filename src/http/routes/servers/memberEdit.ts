@@ -1,17 +1,20 @@
-// PATCH /servers/:server_id/members/:user_id — nickname, avatar, roles, timeout, can_publish, can_receive, remove → Member (Stoat's checks).
+// PATCH /servers/:server_id/members/:user_id — nickname, avatar, roles, timeout, can_publish, can_receive, voice_channel, remove → Member (Stoat's checks).
 import { ROLE_LIMIT } from './roleCreate.ts';
 import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
-import { callerFromServer, loadMember } from '../../../access.ts';
+import { callerFromServer, loadChannel, loadMember, type ServerAccess } from '../../../access.ts';
 import { decideEditMember } from '../../../domain/server/editMember.ts';
+import { channelPermissionsOf, memberRanking } from '../../../domain/server/permissions.ts';
+import { decideMove } from '../../../domain/voice/move.ts';
+import type { ServerVoiceState } from '../../../domain/voice/state.ts';
+import { rm } from '../../../readmodel/keys.ts';
+import { moveParticipant, roomService } from '../../../voice/rooms.ts';
+import type { AppDeps } from '../../deps.ts';
 import { FileClaims, fileLocks } from '../../../files.ts';
 import { onServer } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { idString, name32, removeMember } from '../../schemas.ts';
 
-// Stoat's `voice_channel` (move a member who is in a call) is deliberately not accepted: moving needs to know
-// who is in which call and to act on the LiveKit server, and this service only issues join tokens; a client
-// that sends it gets 400 FailedValidation naming the field rather than a pretended answer.
 const Body = z.strictObject({
   nickname: name32.nullish(),
   /** An `avatars` upload id (used once; only for oneself). */
@@ -21,19 +24,48 @@ const Body = z.strictObject({
   timeout: z.iso.datetime({ offset: true }).nullish(),
   can_publish: z.boolean().nullish(),
   can_receive: z.boolean().nullish(),
+  /** Stoat's "voice channel to move to if already in a voice channel" (MoveMembers), through LiveKit's MoveParticipant. */
+  voice_channel: idString.nullish(),
   remove: removeMember.nullish(),
 });
+
+/**
+ * The move a `voice_channel` asks for, checked (decideMove) against the server as the access read it and the
+ * voice presence; null when the member is already there. Needs voice on (400 FeatureDisabled otherwise).
+ */
+async function planMove(deps: AppDeps, a: ServerAccess, callerId: string, userId: string, to: string) {
+  if (!deps.config.voice.enabled) throw new AppError({ type: 'FeatureDisabled', feature: 'voice' });
+  const target = userId === callerId ? a.member : await loadMember(deps, a.server._id, userId);
+  if (!target) throw new AppError({ type: 'NotFound' });
+  const channel = await loadChannel(deps, to);
+  const destination = channel && channel.server === a.server._id ? channel : null;
+  const now = deps.executor.now().getTime();
+  return decideMove({
+    userId,
+    self: userId === callerId,
+    callerRanking: callerFromServer(a, callerId).ranking,
+    targetRanking: memberRanking(a.server, target),
+    destination: destination ? { id: destination._id, voice: destination.voice !== undefined } : null,
+    callerPermissions: destination ? channelPermissionsOf(a.server, callerId, a.member, destination, now) : 0n,
+    targetPermissions: destination ? channelPermissionsOf(a.server, userId, target, destination, now) : 0n,
+    voice: await deps.readModels.getJson<ServerVoiceState>(rm.serverVoice(a.server._id)),
+  });
+}
 
 export default defineRoute({
   method: 'PATCH',
   path: '/servers/:server_id/members/:user_id',
   auth: 'user',
   body: Body,
-  permissions: ['ChangeNickname', 'ManageNicknames', 'RemoveAvatars', 'ChangeAvatar', 'AssignRoles', 'TimeoutMembers', 'MuteMembers', 'DeafenMembers'],
+  permissions: ['ChangeNickname', 'ManageNicknames', 'RemoveAvatars', 'ChangeAvatar', 'AssignRoles', 'TimeoutMembers', 'MuteMembers', 'DeafenMembers', 'MoveMembers'],
   async handler(rc) {
     const { body, deps, caller } = rc;
     const serverId = rc.params.server_id!;
     const userId = rc.params.user_id === '@me' ? caller.userId : rc.params.user_id!;
+    // The move is made once, after every check of the edit passed and before its events are appended: a
+    // refused edit moves nobody, and a move LiveKit refuses appends nothing. (A retried decision does not move
+    // again.)
+    let moved = false;
     await onServer(
       rc,
       serverId,
@@ -51,11 +83,18 @@ export default defineRoute({
             timeout: body.timeout ?? undefined,
             can_publish: body.can_publish ?? undefined,
             can_receive: body.can_receive ?? undefined,
+            move: body.voice_channel != null,
             remove: body.remove ?? [],
           },
           { server: a.server, members: { [caller.userId]: a.member, ...(target ? { [userId]: target } : {}) }, bans: {} },
           { caller: callerFromServer(a, caller.userId), now: deps.executor.now() },
         );
+        if (body.voice_channel != null && !moved) {
+          const move = await planMove(deps, a, caller.userId, userId, body.voice_channel);
+          const voice = deps.config.voice;
+          if (move && voice.enabled) await moveParticipant(roomService(voice), move.from, userId, move.to);
+          moved = true;
+        }
         return { events, also: files.writes };
       },
       { lock: fileLocks(body.avatar) },

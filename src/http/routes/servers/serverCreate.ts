@@ -8,7 +8,7 @@ import { serverStream } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { description1024, name32 } from '../../schemas.ts';
 import { currentServer } from './present.ts';
-import { assertServerSlot } from './serverLimit.ts';
+import { claimServerSlot, serverSlotStream } from './serverLimit.ts';
 
 export default defineRoute({
   method: 'POST',
@@ -16,11 +16,10 @@ export default defineRoute({
   auth: 'user',
   body: z.strictObject({ name: name32, description: description1024.nullish(), nsfw: z.boolean().nullish() }),
   async handler({ deps, caller, meta, body }) {
-    await assertServerSlot(deps, caller.userId);
     const serverId = newId();
     const channelId = newId();
     const stream = serverStream(serverId);
-    await deps.executor.execute(meta, [stream], async () => ({
+    await deps.executor.execute(meta, [stream, serverSlotStream(caller.userId)], async () => ({
       result: undefined,
       writes: [
         {
@@ -33,6 +32,8 @@ export default defineRoute({
             { now: deps.executor.now() },
           ),
         },
+        // The per-user server limit, decided under the revision of the user's slot stream (last: see claimServerSlot).
+        await claimServerSlot(deps, caller.userId, serverId),
       ],
     }));
     const channel = await loadChannel(deps, channelId);

@@ -2,7 +2,8 @@
 import { AppError, missingPermission } from '../../../errors.ts';
 import type { UserProfile } from '../../../domain/account/state.ts';
 import { rm } from '../../../readmodel/keys.ts';
-import { loadUserPermissions, UserPermission } from '../../../users/permissions.ts';
+import { UserPermission } from '../../../permissions/user.ts';
+import { loadUserPermissions } from '../../../users/permissions.ts';
 import { defineRoute } from '../../route.ts';
 import { targetUserId } from './target.ts';
 
@@ -14,7 +15,7 @@ export default defineRoute({
     const id = targetUserId(params.user_id, caller);
     const user = await deps.readModels.getJson<UserProfile>(rm.user(id));
     if (!user) throw new AppError({ type: 'NotFound' });
-    if (id !== caller.userId && (( await loadUserPermissions(deps, caller.userId, user)) & UserPermission.ViewProfile) === 0) {
+    if (id !== caller.userId && (( await loadUserPermissions(deps, caller.userId, user)) & UserPermission.ViewProfile) === 0n) {
       throw missingPermission('ViewProfile');
     }
     return user.profile ?? {};
