@@ -144,6 +144,26 @@ const schema = z
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
     /** Private ranges (comma-separated CIDRs) that outbound requests — previews, the image proxy, push — may reach; empty = none. */
     OUTBOUND_ALLOW_PRIVATE: z.string().refine(isValidAllowList, 'comma-separated CIDRs or addresses, e.g. 127.0.0.0/8,10.0.0.0/8').optional(),
+    /** Deadline of one link-preview or image-proxy fetch (every redirect hop and the body together). */
+    PREVIEW_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+    /** Bytes of a page read for its preview (the head is parsed from these; the rest is never read). */
+    PREVIEW_MAX_BYTES: z.coerce.number().int().min(1024).max(50_000_000).default(1_000_000),
+    /** Redirects one outbound fetch follows (each Location checked again). */
+    PREVIEW_MAX_REDIRECTS: z.coerce.number().int().min(0).max(20).default(5),
+    /** How long a URL's preview is kept in the Redis cache. */
+    PREVIEW_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).max(30 * 86_400).default(3600),
+    /** Most URLs whose previews the cache keeps (the oldest go first). */
+    PREVIEW_CACHE_MAX: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+    /** Preview jobs one worker process runs at once. */
+    PREVIEW_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+    /** Tries of one preview job (a worker that dies mid-job counts as one) before it is dropped. */
+    PREVIEW_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+    /** Largest remote image the proxy (`GET /proxy?url=`) fetches; more → 422 FileTooLarge. */
+    PROXY_MAX_BYTES: z.coerce.number().int().min(1024).max(100_000_000).default(20_000_000),
+    /** Bytes of re-encoded proxy images kept in memory per media process (least recently used go first). */
+    PROXY_CACHE_BYTES: z.coerce.number().int().min(0).max(4_000_000_000).default(128_000_000),
+    /** How long a proxied image is kept in that cache. */
+    PROXY_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(600),
   })
   .superRefine((c, ctx) => {
     if (c.VOICE_ENABLED) {
@@ -233,6 +253,21 @@ export interface Config {
   metrics: { port: number | undefined; host: string };
   /** Where outbound requests may connect (OUTBOUND_ALLOW_PRIVATE parsed; global unicast is always allowed). */
   outbound: OutboundPolicy;
+  /** Link previews (Stoat's January): fetch limits, the per-URL cache and the job queue. */
+  previews: PreviewConfig;
+  /** The image proxy on the media server: size cap and its in-memory cache. */
+  proxy: { maxBytes: number; cacheBytes: number; cacheTtlMs: number };
+}
+
+/** Link-preview settings (PREVIEW_*). */
+export interface PreviewConfig {
+  timeoutMs: number;
+  maxBytes: number;
+  maxRedirects: number;
+  cacheTtlSeconds: number;
+  cacheMax: number;
+  concurrency: number;
+  attempts: number;
 }
 
 /** Decodes SECRETS_KEY: 64+ hex characters, or base64 of at least 32 bytes; null otherwise. */
@@ -330,6 +365,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     userServerLimit: c.USER_SERVER_LIMIT,
     metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
     outbound: outboundPolicy(c.OUTBOUND_ALLOW_PRIVATE),
+    previews: {
+      timeoutMs: c.PREVIEW_TIMEOUT_MS,
+      maxBytes: c.PREVIEW_MAX_BYTES,
+      maxRedirects: c.PREVIEW_MAX_REDIRECTS,
+      cacheTtlSeconds: c.PREVIEW_CACHE_TTL_SECONDS,
+      cacheMax: c.PREVIEW_CACHE_MAX,
+      concurrency: c.PREVIEW_CONCURRENCY,
+      attempts: c.PREVIEW_ATTEMPTS,
+    },
+    proxy: { maxBytes: c.PROXY_MAX_BYTES, cacheBytes: c.PROXY_CACHE_BYTES, cacheTtlMs: c.PROXY_CACHE_TTL_SECONDS * 1000 },
   };
 }
 

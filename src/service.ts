@@ -14,6 +14,7 @@ import type { EventStore } from './eventstore/port.ts';
 import { SqliteEventStore } from './eventstore/sqlite.ts';
 import { deriveSecrets, type ServiceSecrets } from './domain/account/secrets.ts';
 import { openMailQueue } from './mail/queue.ts';
+import { openPreviewQueue } from './previews/queue.ts';
 import { openKeyStore, type KeyStore } from './personal/keyStore.ts';
 import { PersonalDataStore } from './personal/store.ts';
 import { createApiApp } from './http/app.ts';
@@ -190,6 +191,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     secrets,
     mail,
   };
+  if (config.roles.includes('api')) deps.previews = openPreviewQueue(config.redisUrl, config.redisPrefix, config.previews.attempts, log);
 
   let projector: Projector | undefined;
   if (config.roles.includes('projector')) {
@@ -233,6 +235,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   if (config.roles.includes('worker') && config.email) {
     const { startMailWorker } = await import('../workers/mail/worker.ts');
     mailWorker = startMailWorker({ redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, smtpUrl: config.email.smtpUrl, from: config.email.from, log });
+  }
+  let previewWorker: { close(): Promise<void> } | undefined;
+  if (config.roles.includes('worker')) {
+    const { startPreviewWorker } = await import('../workers/previews/worker.ts');
+    previewWorker = startPreviewWorker({ config, redis, store, log });
   }
   let voiceEnforcer: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker') && config.voice.enabled) {
@@ -332,6 +339,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await uploads?.close();
         await mediaWorkers?.close();
         await mailWorker?.close();
+        await previewWorker?.close();
+        await deps.previews?.close();
         await mail?.close();
         await voiceEnforcer?.close();
         await projector?.stop();

@@ -10,6 +10,7 @@ import type { ServiceSecrets } from '../domain/account/secrets.ts';
 import type { MailQueue } from '../mail/queue.ts';
 import type { KeyStore } from '../personal/keyStore.ts';
 import type { SearchReader } from '../search/reader.ts';
+import type { PreviewQueue } from '../previews/queue.ts';
 
 /** Dependencies of the API and media apps. */
 export interface AppDeps {
@@ -30,4 +31,6 @@ export interface AppDeps {
   mail: MailQueue | undefined;
   /** The message search index (API role; `DATA_DIR/search.sqlite`, kept by the projector role's indexer). */
   search?: SearchReader;
+  /** Link-preview jobs (API role); undefined in apps built without one (no previews are requested). */
+  previews?: PreviewQueue;
 }
