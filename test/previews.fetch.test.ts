@@ -15,7 +15,7 @@ import { deletePrefix, TEST_REDIS_URL, uniquePrefix } from './helpers/service.ts
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 /** A page server on loopback; `routes` by path. */
-async function pageServer(t: Tap.Test, routes: Record<string, Handler>) {
+async function pageServer(t: { teardown(fn: () => void): void }, routes: Record<string, Handler>) {
   const hits = new Map<string, number>();
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;

@@ -7,7 +7,7 @@
  * UTF-8, invalid bytes become U+FFFD), parsed by a streaming tokenizer that builds no tree (nesting depth costs
  * nothing), and parsing stops at `<body>` or `</head>`; the caller has already cut the bytes.
  */
-import { Parser } from 'htmlparser2';
+import { Tokenizer } from 'htmlparser2';
 import type { GeneratedEmbedObject } from '../domain/message/events.ts';
 
 /** A Website embed. */
@@ -19,6 +19,8 @@ export type Special = NonNullable<WebsiteEmbed['special']>;
 export const FIELD_LIMITS = { title: 256, description: 1000, site_name: 128, colour: 64, url: 2048 } as const;
 /** Most `<meta>`/`<link>` tags read from one head (the rest are ignored). */
 const MAX_TAGS = 1000;
+/** Characters of one attribute value kept. */
+const MAX_ATTRIBUTE = 8192;
 
 /** The text of an HTML body in its declared charset (`content-type: text/html; charset=…`). */
 export function decodeHtml(body: Buffer, contentType: string): string {
@@ -32,43 +34,83 @@ export function decodeHtml(body: Buffer, contentType: string): string {
   return decoder.decode(body);
 }
 
-/** `<meta>` by property/name → content, `<link>` by rel → href: the first of each wins, like a reader would. */
+/**
+ * `<meta>` by property/name → content, `<link>` by rel → href: the first of each wins, like a reader would.
+ * Runs htmlparser2's tokenizer alone: no element stack is kept (the Parser's costs quadratic time on deeply
+ * nested markup), so the cost is linear in the bytes whatever the nesting.
+ */
 export function readHead(html: string): { meta: Map<string, string>; link: Map<string, string> } {
   const meta = new Map<string, string>();
   const link = new Map<string, string>();
   let tags = 0;
   let done = false;
-  const parser = new Parser(
+  let tag = '';
+  let attrs = new Map<string, string>();
+  let attrName = '';
+  let attrValue = '';
+  const finishTag = () => {
+    if (done) return;
+    if (tag === 'body') {
+      done = true;
+      return;
+    }
+    if (tag !== 'meta' && tag !== 'link') return;
+    if (++tags > MAX_TAGS) {
+      done = true;
+      return;
+    }
+    if (tag === 'meta') {
+      const key = (attrs.get('property') ?? attrs.get('name'))?.trim().toLowerCase();
+      const content = attrs.get('content');
+      if (key && content !== undefined && !meta.has(key)) meta.set(key, content);
+    } else {
+      const rel = attrs.get('rel')?.trim().toLowerCase();
+      const href = attrs.get('href');
+      if (rel && href !== undefined && !link.has(rel)) link.set(rel, href);
+    }
+  };
+  const tokenizer = new Tokenizer(
+    { decodeEntities: true },
     {
-      onopentag(name, attrs) {
-        if (done) return;
-        if (name === 'body') {
-          done = true;
-          return;
-        }
-        if (name !== 'meta' && name !== 'link') return;
-        if (++tags > MAX_TAGS) {
-          done = true;
-          return;
-        }
-        if (name === 'meta') {
-          const key = (attrs.property ?? attrs.name)?.trim().toLowerCase();
-          if (key && attrs.content !== undefined && !meta.has(key)) meta.set(key, attrs.content);
-        } else {
-          const rel = attrs.rel?.trim().toLowerCase();
-          if (rel && attrs.href !== undefined && !link.has(rel)) link.set(rel, attrs.href);
-        }
+      onopentagname(start, end) {
+        tag = html.slice(start, end).toLowerCase();
+        attrs = new Map();
       },
-      onclosetag(name) {
-        if (name === 'head') done = true;
+      onattribname(start, end) {
+        attrName = html.slice(start, end).toLowerCase();
+        attrValue = '';
       },
+      onattribdata(start, end) {
+        if (attrValue.length < MAX_ATTRIBUTE) attrValue += html.slice(start, Math.min(end, start + MAX_ATTRIBUTE));
+      },
+      onattribentity(codepoint) {
+        if (attrValue.length < MAX_ATTRIBUTE) attrValue += String.fromCodePoint(codepoint);
+      },
+      onattribend() {
+        if (!attrs.has(attrName)) attrs.set(attrName, attrValue);
+      },
+      onopentagend() {
+        finishTag();
+      },
+      onselfclosingtag() {
+        finishTag();
+      },
+      onclosetag(start, end) {
+        if (html.slice(start, end).toLowerCase() === 'head') done = true;
+      },
+      oncdata() {},
+      oncomment() {},
+      ondeclaration() {},
+      onend() {},
+      onprocessinginstruction() {},
+      ontext() {},
+      ontextentity() {},
     },
-    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
   );
-  // Fed in slices so a stop at </head> skips the rest of a large page.
+  // Fed in slices so a stop at </head> or <body> skips the rest of a large page.
   const SLICE = 16_384;
-  for (let i = 0; i < html.length && !done; i += SLICE) parser.write(html.slice(i, i + SLICE));
-  if (!done) parser.end();
+  for (let i = 0; i < html.length && !done; i += SLICE) tokenizer.write(html.slice(i, i + SLICE));
+  if (!done) tokenizer.end();
   return { meta, link };
 }
 
