@@ -10,5 +10,6 @@ import send from './send.ts';
 import ack from './ack.ts';
 import postgres from './postgres.ts';
 import search from './search.ts';
+import previews from './previews.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, previews];
