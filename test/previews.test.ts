@@ -5,6 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Queue } from 'bullmq';
+import fc from 'fast-check';
 import sharp from 'sharp';
 import t from 'tap';
 import { messageStream } from '../src/domain/message/events.ts';
@@ -155,6 +156,32 @@ t.test('link previews and the image proxy', async (t) => {
     const strict = new ImageProxy({ ...s.config, outbound: outboundPolicy() });
     const refused = await strict.get(`${base}/pic.png`).then(() => null, (err: { body?: { type: string } }) => err.body?.type);
     t.equal(refused, 'InvalidOperation');
+    // Other spellings of loopback normalise to it before the check.
+    const port = new URL(base).port;
+    for (const host of ['2130706433', '0x7f.0.0.1', '127.1', '[::ffff:127.0.0.1]', '0', '[::1]']) {
+      const r = await strict.get(`http://${host}:${port}/pic.png`).then(() => null, (err: { body?: { type: string } }) => err.body?.type);
+      t.equal(r, 'InvalidOperation', `http://${host}:${port} refused`);
+    }
+  });
+
+  t.test('fuzzing the proxy query: never a 5xx, always a JSON type', async (t) => {
+    const values = fc.sample(fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), fc.webUrl().map((u) => u.replace(/^https?:\/\/[^/]+/, base)), fc.constantFrom('%', '%zz', 'http://', 'http://[', 'javascript:alert(1)', 'data:image/png;base64,AAAA', 'x'.repeat(5000))), 60);
+    for (const v of values) {
+      let q: string;
+      try {
+        q = encodeURIComponent(v);
+      } catch {
+        continue; // a lone surrogate cannot be sent at all
+      }
+      const r = await get(`${s.mediaUrl}/proxy?url=${q}`).catch((err: Error) => {
+        console.error('FAILED', JSON.stringify(v), err.cause);
+        throw err;
+      });
+      t.ok(r.status < 500, `status ${r.status} for ${JSON.stringify(v).slice(0, 60)}`);
+      if (r.status !== 200) t.type(JSON.parse(r.bytes.toString()).type, 'string');
+    }
+    const raw = await get(`${s.mediaUrl}/proxy?url=%zz&url=x`);
+    t.equal(raw.status, 400, 'a repeated or badly escaped parameter');
   });
 
   t.test('rebuild equals live', async (t) => {
