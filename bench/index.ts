@@ -11,5 +11,6 @@ import ack from './ack.ts';
 import postgres from './postgres.ts';
 import search from './search.ts';
 import push from './push.ts';
+import previews from './previews.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews];

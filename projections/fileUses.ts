@@ -36,7 +36,7 @@ import type { Projection, ProjectionTx } from './types.ts';
 function messageFiles(m: Pick<MessageState, 'attachments' | 'embeds'> | null | undefined): string[] {
   if (!m) return [];
   const ids = (m.attachments ?? []).map((f) => f._id);
-  for (const embed of m.embeds ?? []) if (embed.media) ids.push(embed.media._id);
+  for (const embed of m.embeds ?? []) if (embed.type === 'Text' && embed.media) ids.push(embed.media._id);
   return ids;
 }
 

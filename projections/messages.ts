@@ -54,6 +54,9 @@ async function applyMessageEvent(e: StoredEvent, tx: ProjectionTx): Promise<void
     case 'MessageEdited':
       tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: { ...e.data.data, edited: e.data.edited }, clear: [] });
       return;
+    case 'MessageAppended':
+      tx.emit(route, { type: 'MessageAppend', id: messageId, channel: channelId, append: { embeds: e.data.embeds } });
+      return;
     case 'MessageReacted':
       tx.emit(route, { type: 'MessageReact', id: messageId, channel_id: channelId, user_id: e.data.userId, emoji_id: e.data.emoji });
       return;

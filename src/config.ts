@@ -164,6 +164,26 @@ const schema = z
     PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     /** Push notifications one user may have queued or in delivery at once; more are dropped until some finish. */
     PUSH_USER_LIMIT: z.coerce.number().int().min(1).max(10_000).default(50),
+    /** Deadline of one link-preview or image-proxy fetch (every redirect hop and the body together). */
+    PREVIEW_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+    /** Bytes of a page read for its preview (the head is parsed from these; the rest is never read). */
+    PREVIEW_MAX_BYTES: z.coerce.number().int().min(1024).max(50_000_000).default(1_000_000),
+    /** Redirects one outbound fetch follows (each Location checked again). */
+    PREVIEW_MAX_REDIRECTS: z.coerce.number().int().min(0).max(20).default(5),
+    /** How long a URL's preview is kept in the Redis cache. */
+    PREVIEW_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).max(30 * 86_400).default(3600),
+    /** Most URLs whose previews the cache keeps (the oldest go first). */
+    PREVIEW_CACHE_MAX: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+    /** Preview jobs one worker process runs at once. */
+    PREVIEW_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+    /** Tries of one preview job (a worker that dies mid-job counts as one) before it is dropped. */
+    PREVIEW_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+    /** Largest remote image the proxy (`GET /proxy?url=`) fetches; more → 422 FileTooLarge. */
+    PROXY_MAX_BYTES: z.coerce.number().int().min(1024).max(100_000_000).default(20_000_000),
+    /** Bytes of re-encoded proxy images kept in memory per media process (least recently used go first). */
+    PROXY_CACHE_BYTES: z.coerce.number().int().min(0).max(4_000_000_000).default(128_000_000),
+    /** How long a proxied image is kept in that cache. */
+    PROXY_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(600),
   })
   .superRefine((c, ctx) => {
     if ((c.VAPID_PUBLIC_KEY === undefined) !== (c.VAPID_PRIVATE_KEY === undefined)) {
@@ -264,6 +284,21 @@ export interface Config {
   outbound: OutboundPolicy;
   /** Web Push: configured VAPID keys (undefined = generated and kept in the key store), subject, delivery bounds. */
   push: PushConfig;
+  /** Link previews (Stoat's January): fetch limits, the per-URL cache and the job queue. */
+  previews: PreviewConfig;
+  /** The image proxy on the media server: size cap and its in-memory cache. */
+  proxy: { maxBytes: number; cacheBytes: number; cacheTtlMs: number };
+}
+
+/** Link-preview settings (PREVIEW_*). */
+export interface PreviewConfig {
+  timeoutMs: number;
+  maxBytes: number;
+  maxRedirects: number;
+  cacheTtlSeconds: number;
+  cacheMax: number;
+  concurrency: number;
+  attempts: number;
 }
 
 /** Web Push settings (VAPID_*, PUSH_*). */
@@ -419,6 +454,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: c.PUSH_TIMEOUT_MS,
       userLimit: c.PUSH_USER_LIMIT,
     },
+    previews: {
+      timeoutMs: c.PREVIEW_TIMEOUT_MS,
+      maxBytes: c.PREVIEW_MAX_BYTES,
+      maxRedirects: c.PREVIEW_MAX_REDIRECTS,
+      cacheTtlSeconds: c.PREVIEW_CACHE_TTL_SECONDS,
+      cacheMax: c.PREVIEW_CACHE_MAX,
+      concurrency: c.PREVIEW_CONCURRENCY,
+      attempts: c.PREVIEW_ATTEMPTS,
+    },
+    proxy: { maxBytes: c.PROXY_MAX_BYTES, cacheBytes: c.PROXY_CACHE_BYTES, cacheTtlMs: c.PROXY_CACHE_TTL_SECONDS * 1000 },
   };
 }
 

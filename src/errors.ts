@@ -63,6 +63,8 @@ export type ErrorBody =
   | { type: 'FileTooSmall' }
   | { type: 'FileTooLarge'; max: number }
   | { type: 'FileTypeNotAllowed' }
+  /** A remote resource could not be fetched (Stoat's January: bad URL, unreachable, an error status). */
+  | { type: 'ProxyError' }
   | { type: 'ImageProcessingFailed' }
   | { type: 'ShortPassword' }
   | { type: 'LockedOut' }
@@ -148,6 +150,7 @@ export const ERROR_STATUS = {
   FileTooSmall: 422,
   FileTooLarge: 422,
   FileTypeNotAllowed: 400,
+  ProxyError: 400,
   ImageProcessingFailed: 500,
   ShortPassword: 400,
   LockedOut: 403,

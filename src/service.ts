@@ -16,6 +16,7 @@ import { SqliteEventStore } from './eventstore/sqlite.ts';
 import { deriveSecrets, type ServiceSecrets } from './domain/account/secrets.ts';
 import { openMailQueue } from './mail/queue.ts';
 import { resolveVapid } from './push/vapid.ts';
+import { openPreviewQueue } from './previews/queue.ts';
 import { openKeyStore, type KeyStore } from './personal/keyStore.ts';
 import { PersonalDataStore } from './personal/store.ts';
 import { createApiApp } from './http/app.ts';
@@ -199,6 +200,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     mail,
     vapid,
   };
+  if (config.roles.includes('api')) deps.previews = openPreviewQueue(config.redisUrl, config.redisPrefix, config.previews.attempts, log);
 
   let projector: Projector | undefined;
   if (config.roles.includes('projector')) {
@@ -247,6 +249,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   if (config.roles.includes('worker') && config.email) {
     const { startMailWorker } = await import('../workers/mail/worker.ts');
     mailWorker = startMailWorker({ redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, smtpUrl: config.email.smtpUrl, from: config.email.from, log });
+  }
+  let previewWorker: { close(): Promise<void> } | undefined;
+  if (config.roles.includes('worker')) {
+    const { startPreviewWorker } = await import('../workers/previews/worker.ts');
+    previewWorker = startPreviewWorker({ config, redis, store, log });
   }
   let voiceEnforcer: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker') && config.voice.enabled) {
@@ -354,6 +361,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await fileSweeper?.close();
         await mediaWorkers?.close();
         await mailWorker?.close();
+        await previewWorker?.close();
+        await deps.previews?.close();
         await mail?.close();
         await voiceEnforcer?.close();
         await pushWorker?.close();

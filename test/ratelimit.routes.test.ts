@@ -162,6 +162,21 @@ t.test('every registered route falls in its bucket, keyed as the table says', as
   }
 });
 
+t.test('the image proxy: its own bucket, one counter per caller', async (t) => {
+  const s = await startTestService(t, {}, { now: () => 5_000_000 });
+  const hit = () => request(s.mediaUrl, 'GET', '/proxy?url=not-a-url', { skipOpenApi: true });
+  const first = await hit();
+  const second = await hit();
+  t.equal(first.status, 400, 'a malformed URL is refused after counting');
+  t.equal(first.headers.get('x-ratelimit-bucket'), 'proxy');
+  t.equal(Number(first.headers.get('x-ratelimit-limit')), BUCKET_LIMITS.proxy);
+  t.equal(Number(first.headers.get('x-ratelimit-remaining')), BUCKET_LIMITS.proxy - 1);
+  t.equal(Number(second.headers.get('x-ratelimit-remaining')), BUCKET_LIMITS.proxy - 2);
+  for (let i = 2; i < BUCKET_LIMITS.proxy; i++) await hit();
+  const over = await hit();
+  t.equal(over.status, 429, 'request limit + 1 is refused');
+});
+
 t.test('media uploads: catch-all, one counter per tag', async (t) => {
   const s = await startTestService(t, {}, { now: () => 5_000_000 });
   for (const tag of TAGS) {

@@ -18,7 +18,7 @@ const BUCKETS = Object.keys(BUCKET_LIMITS) as Bucket[];
 const SMALL_BUCKETS = BUCKETS.filter((b) => BUCKET_LIMITS[b] <= 20);
 
 t.test('bucket names and limits are the spec table', async (t) => {
-  t.same(BUCKET_LIMITS, { servers: 5, channels: 15, messaging: 10, 'catch-all': 20, default_avatar: 255 });
+  t.same(BUCKET_LIMITS, { servers: 5, channels: 15, messaging: 10, 'catch-all': 20, default_avatar: 255, proxy: 120 });
   t.equal(WINDOW_MS, 10_000);
 });
 

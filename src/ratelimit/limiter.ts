@@ -23,6 +23,7 @@
  * | `GET /users/:id/default_avatar` (Stoat's bucket)     | `default_avatar` | 255     | `GET /users/:user_id/default_avatar` |
  * | unmatched paths (the caller passes pattern `*`)      | `catch-all` | 20           | `METHOD *`                  |
  * | media server uploads (the caller passes the concrete `/attachments`, `/icons`, …) | `catch-all` | 20 | `POST /attachments` … |
+ * | `GET /proxy` (media server image proxy)              | `proxy`     | 120          | `GET /proxy` (per caller)   |
  */
 
 import { createHash } from 'node:crypto';
@@ -38,6 +39,8 @@ export const BUCKET_LIMITS = {
   'catch-all': 20,
   /** Stoat's own bucket for default avatars: a page of members loads dozens of them at once. */
   default_avatar: 255,
+  /** The media server's image proxy: a page of link previews loads many images at once. */
+  proxy: 120,
 } as const;
 
 /** Name of a rate-limit bucket. */
@@ -224,6 +227,8 @@ export function classify(
       const send = m === 'POST' && segments.length === 4 && segments[3] === 'messages';
       return { bucket: send ? 'messaging' : 'channels', resource: id };
     }
+  } else if (m === 'GET' && path === '/proxy') {
+    return { bucket: 'proxy', resource: `${m} ${pattern}` };
   } else if (m === 'GET' && path === '/users/:user_id/default_avatar') {
     return { bucket: 'default_avatar', resource: `${m} ${pattern}` };
   } else if (m === 'PUT' && path.startsWith('/custom/emoji/:') && segments.length === 4) {

@@ -5,6 +5,7 @@ import { requireAll, require as requirePermission } from '../../permissions/calc
 import type { DomainEvent } from '../events.ts';
 import type { FileObject } from '../shared.ts';
 import { MESSAGE_LIMITS, bodyLength, toTextEmbed, type SendableEmbed } from './sendMessage.ts';
+import type { TextEmbedObject } from './events.ts';
 import type { MessageState } from './state.ts';
 import { own } from '../../own.ts';
 
@@ -42,8 +43,13 @@ export function checkEditMessage(cmd: EditMessage, message: MessageState, ctx: O
   if (editFileIds(cmd).length > 0) requirePermission(ctx.permissions, Permission.UploadFiles);
   if (cmd.embeds !== undefined && cmd.embeds.length > MESSAGE_LIMITS.embeds) throw new AppError({ type: 'TooManyEmbeds', max: MESSAGE_LIMITS.embeds });
   const content = cmd.content ?? message.content;
-  const embeds = cmd.embeds ?? message.embeds ?? [];
+  const embeds = cmd.embeds ?? textEmbeds(message);
   if (bodyLength(content, embeds) > MESSAGE_LIMITS.bodyCeiling) throw new AppError({ type: 'PayloadTooLarge' });
+}
+
+/** The sender's own (Text) embeds of a message, without its link previews. */
+export function textEmbeds(message: Pick<MessageState, 'embeds'>): TextEmbedObject[] {
+  return (message.embeds ?? []).filter((e): e is TextEmbedObject => e.type === 'Text');
 }
 
 /** Checks the edit (`checkEditMessage`) and returns `MessageEdited`; an edit that changes nothing appends nothing. */
@@ -52,6 +58,8 @@ export function decideEditMessage(cmd: EditMessage, message: MessageState, ctx: 
   if (cmd.content === undefined && cmd.embeds === undefined) return [];
   const data: { content?: string; embeds?: ReturnType<typeof toTextEmbed>[] } = {};
   if (cmd.content !== undefined) data.content = cmd.content;
+  // New content drops the old content's link previews (they are generated again, as in Stoat).
+  if (cmd.content !== undefined && cmd.embeds === undefined && (message.embeds ?? []).some((e) => e.type !== 'Text')) data.embeds = textEmbeds(message);
   if (cmd.embeds !== undefined) {
     data.embeds = cmd.embeds.map((e) =>
       toTextEmbed(e, (id) => {

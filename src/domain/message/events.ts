@@ -34,6 +34,46 @@ export const TextEmbedObject = z.object({
 /** A stored text embed. */
 export type TextEmbedObject = z.infer<typeof TextEmbedObject>;
 
+/** An image in a generated embed (Revolt's `Image`): `Large` below the card, `Preview` beside it. */
+export const EmbedImageObject = z.object({ url: z.string(), width: z.number().int().min(0), height: z.number().int().min(0), size: z.enum(['Large', 'Preview']) });
+/** A video in a generated embed (Revolt's `Video`). */
+export const EmbedVideoObject = z.object({ url: z.string(), width: z.number().int().min(0), height: z.number().int().min(0) });
+/** Remote content a client may play inline (Revolt's `Special`), recognised from the page's URL and metadata. */
+export const SpecialObject = z.union([
+  z.object({ type: z.enum(['None', 'GIF', 'Soundcloud']) }),
+  z.object({ type: z.literal('YouTube'), id: z.string(), timestamp: z.string().optional() }),
+  z.object({ type: z.literal('Lightspeed'), content_type: z.literal('Channel'), id: z.string() }),
+  z.object({ type: z.literal('Twitch'), content_type: z.enum(['Channel', 'Video', 'Clip']), id: z.string() }),
+  z.object({ type: z.literal('Spotify'), content_type: z.string(), id: z.string() }),
+  z.object({ type: z.literal('Bandcamp'), content_type: z.enum(['Album', 'Track']), id: z.string() }),
+  z.object({ type: z.literal('AppleMusic'), album_id: z.string(), track_id: z.string().optional() }),
+  z.object({ type: z.literal('Streamable'), id: z.string() }),
+]);
+/** A link preview (Revolt's `Embed::Website`, `Embed::Image`, `Embed::Video`), generated from a URL in the content. */
+export const GeneratedEmbedObject = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('Website'),
+    url: z.string().optional(),
+    original_url: z.string().optional(),
+    special: SpecialObject.optional(),
+    title: z.string().optional(),
+    description: z.string().optional(),
+    image: EmbedImageObject.optional(),
+    video: EmbedVideoObject.optional(),
+    site_name: z.string().optional(),
+    icon_url: z.string().optional(),
+    colour: z.string().optional(),
+  }),
+  EmbedImageObject.extend({ type: z.literal('Image') }),
+  EmbedVideoObject.extend({ type: z.literal('Video') }),
+]);
+/** A generated embed. */
+export type GeneratedEmbedObject = z.infer<typeof GeneratedEmbedObject>;
+/** Any embed a message carries: the sender's text embeds and the generated link previews. */
+export const EmbedObject = z.union([TextEmbedObject, GeneratedEmbedObject]);
+/** A stored embed. */
+export type EmbedObject = z.infer<typeof EmbedObject>;
+
 /** How a message may be interacted with (Revolt's `Interactions`); omitted when default. */
 export const InteractionsObject = z.object({
   /** Reactions that always appear (and, with `restrict_reactions`, the only ones allowed). */
@@ -75,7 +115,8 @@ export const MessageObject = z.object({
   system: SystemMessageObject.optional(),
   /** The claimed `attachments` uploads, as File objects. */
   attachments: z.array(FileObject).optional(),
-  embeds: z.array(TextEmbedObject).optional(),
+  /** Text embeds as sent, then link previews as they are appended (`MessageAppended`). */
+  embeds: z.array(EmbedObject).optional(),
   /** Users mentioned (who can view the channel), in order of first mention. */
   mentions: z.array(z.string()).optional(),
   /** Roles mentioned (of the server). */
@@ -105,9 +146,15 @@ export const messageEvents = {
   /** The author edited the message: the fields in `data` replace the old ones; `edited` is the ISO time. */
   MessageEdited: z.object({
     channel: z.string(),
-    data: z.object({ content: z.string().optional(), embeds: z.array(TextEmbedObject).optional() }),
+    data: z.object({ content: z.string().optional(), embeds: z.array(EmbedObject).optional() }),
     edited: z.string(),
   }),
+  /**
+   * Link previews of the content were fetched (the preview worker, Stoat's January): `embeds` are added after
+   * the message's own. `revision` is the stream revision of the content they were made for (the send or the
+   * edit), so a retried job never appends twice and an outdated one appends nothing.
+   */
+  MessageAppended: z.object({ channel: z.string(), embeds: z.array(GeneratedEmbedObject), revision: z.number().int().min(0) }),
   /** A user reacted with an emoji (a unicode emoji or a custom emoji id). */
   MessageReacted: z.object({ channel: z.string(), userId: z.string(), emoji: z.string() }),
   /** A user's reaction was removed (by the user, or by a moderator with `user_id`). */

@@ -30,6 +30,9 @@ export function evolveMessage(state: MessageState | null, e: DomainEvent, revisi
       if (e.data.data.embeds !== undefined) s.embeds = e.data.data.embeds;
       s.edited = e.data.edited;
       return s;
+    case 'MessageAppended':
+      s.embeds = [...(s.embeds ?? []), ...e.data.embeds];
+      return s;
     case 'MessageReacted': {
       const users = own(s.reactions, e.data.emoji) ?? [];
       if (users.includes(e.data.userId)) return s;

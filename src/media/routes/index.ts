@@ -4,9 +4,11 @@ import type { MediaRoute } from '../route.ts';
 import original from './original.ts';
 import preview from './preview.ts';
 import root from './root.ts';
+import { proxyRoute } from './proxy.ts';
+import { ImageProxy } from '../proxy.ts';
 import { uploadRoutes } from './upload.ts';
 
 /** The routes, literal paths first. */
 export function mediaRoutes(deps: MediaDeps): MediaRoute[] {
-  return [root, ...uploadRoutes(deps), preview, original];
+  return [root, proxyRoute(new ImageProxy(deps.config)), ...uploadRoutes(deps), preview, original];
 }

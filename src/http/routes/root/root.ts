@@ -19,7 +19,8 @@ export default defineRoute({
         email: c.email !== undefined,
         invite_only: c.inviteOnly,
         autumn: { enabled: true, url: c.mediaPublicUrl },
-        january: { enabled: false, url: '' },
+        // Link previews and the image proxy (`<url>/proxy?url=`) are served by the media server.
+        january: { enabled: true, url: c.mediaPublicUrl },
         voso: { enabled: false, url: '', ws: '' },
         // `voice` for the spec, `livekit` for stoat.js: one node, the LIVEKIT_URL that join_call hands out.
         voice: { enabled: voice.enabled },
