@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { createRedis } from '../../src/redis.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { deleteKeys } from '../../projections/rebuild.ts';
@@ -42,7 +42,7 @@ export function uniquePrefix(): string {
 
 /** Deletes every key under a prefix (on a connection of its own). */
 export async function deletePrefix(redisUrl: string, prefix: string): Promise<void> {
-  const r = new Redis(redisUrl);
+  const r = createRedis(redisUrl);
   try {
     await deleteKeys(r, prefix);
   } finally {
