@@ -7,7 +7,8 @@
  * - a partition whose owner died (lease expired) is taken over by another projector process.
  */
 import { randomUUID } from 'node:crypto';
-import { createRedis, type RedisClient } from '../src/redis.ts';
+import type { Redis } from 'ioredis';
+import { connectionForKey, createRedis, isCluster, type RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
 import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
@@ -84,7 +85,7 @@ export async function currentGeneration(redis: RedisClient, prefix: string, stor
 
 interface Owned {
   runner: PartitionRunner;
-  redis: RedisClient;
+  redis: Redis;
   generation: number;
 }
 
@@ -222,22 +223,23 @@ export class Projector {
     // checkpoint over missing read models — the projector would then call an empty Redis caught up. So no
     // reconnection and no queueing: once the socket is gone every command fails, the runner stops, and the
     // next check starts the partition over on a new connection.
-    const redis = createRedis(this.o.redisUrl, {
+    // On a cluster: a plain connection to the master of the generation's slot (a failover ends it too).
+    const gen = this.generation;
+    const cpKey = generationPrefix(this.o.prefix, gen) + genKeys.checkpoint(this.o.partitions, i);
+    // Ask the store before connecting: a store that is down must not leave a Redis connection behind.
+    const head = await this.o.store.headPosition();
+    const redis = await connectionForKey(this.o.redisUrl, this.admin, cpKey, {
       maxRetriesPerRequest: null,
       enableOfflineQueue: false,
       noResend: true,
       noReconnect: true,
-      lazyConnect: true,
       ...(this.o.connectionName ? { connectionName: this.o.connectionName } : {}),
     });
     redis.on('error', () => {});
-    const gen = this.generation;
-    // Ask the store before connecting: a store that is down must not leave a Redis connection behind.
-    const head = await this.o.store.headPosition();
     let cp: string | null;
     try {
       await redis.connect();
-      cp = await redis.get(generationPrefix(this.o.prefix, gen) + genKeys.checkpoint(this.o.partitions, i));
+      cp = await redis.get(cpKey);
     } catch (err) {
       redis.disconnect();
       throw err;
@@ -252,6 +254,7 @@ export class Projector {
       projections: this.o.projections,
       log: this.o.log,
       rebuilding: cp === null && head !== undefined,
+      ...(isCluster(this.admin) ? { eventsRedis: this.admin } : {}),
       onStop: (reason) => void this.onRunnerStop(i, runner, reason),
     });
     this.owned.set(i, { runner, redis, generation: gen });

@@ -4,7 +4,7 @@
  * are deleted afterwards. Readers keep using the old generation until the swap, so a rebuild never shows
  * half-built read models. Client events are not emitted while rebuilding.
  */
-import { createRedis, scanKeys, type RedisClient } from '../src/redis.ts';
+import { connectionForKey, createRedis, isCluster, scanKeys, type RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
 import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
@@ -87,20 +87,31 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
         let drops = 0;
         let settled = false;
         const start = () => {
-          const redis = createRedis(o.redisUrl, { maxRetriesPerRequest: null });
-          conns.push(redis);
-          const onStop = (reason: 'error' | 'checkpoint-lost', err?: unknown) => {
-            if (settled) return;
-            const why = err instanceof Error ? err.message : reason;
-            if (reason !== 'error' || ++drops > maxResubscribes) {
-              settled = true;
-              reject(new Error(`rebuild: partition ${i} stopped (${why})${reason === 'error' ? ` after ${drops - 1} resubscriptions` : ''}`));
-              return;
-            }
-            o.log.warn({ partition: i, err: why, attempt: drops }, 'rebuild: the subscription dropped; resubscribing from the checkpoint');
-            redis.disconnect();
-            setTimeout(start, Math.min(5000, 200 * 2 ** (drops - 1)));
-          };
+          // On a cluster: a plain connection to the master of the new generation's slot, which ends (and the
+          // partition resubscribes on a new one) when that master fails over.
+          const cpKey = generationPrefix(prefix, generation) + genKeys.checkpoint(o.partitions, i);
+          connectionForKey(o.redisUrl, admin, cpKey, isCluster(admin) ? { maxRetriesPerRequest: null, noReconnect: true, noResend: true } : { maxRetriesPerRequest: null }).then(
+            (redis) => {
+              conns.push(redis);
+              begin(redis);
+            },
+            (err: unknown) => dropped(undefined, 'error', err),
+          );
+        };
+        const dropped = (redis: RedisClient | undefined, reason: 'error' | 'checkpoint-lost', err?: unknown) => {
+          if (settled) return;
+          const why = err instanceof Error ? err.message : reason;
+          if (reason !== 'error' || ++drops > maxResubscribes) {
+            settled = true;
+            reject(new Error(`rebuild: partition ${i} stopped (${why})${reason === 'error' ? ` after ${drops - 1} resubscriptions` : ''}`));
+            return;
+          }
+          o.log.warn({ partition: i, err: why, attempt: drops }, 'rebuild: the subscription dropped; resubscribing from the checkpoint');
+          redis?.disconnect();
+          setTimeout(start, Math.min(5000, 200 * 2 ** (drops - 1)));
+        };
+        const begin = (redis: RedisClient) => {
+          const onStop = (reason: 'error' | 'checkpoint-lost', err?: unknown) => dropped(redis, reason, err);
           const runner: PartitionRunner = new PartitionRunner({
             store,
             redis,

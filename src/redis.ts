@@ -134,3 +134,32 @@ export function bullConnection(redisUrl: string): BullRedisOptions | Cluster {
 export function closeBullConnection(c: BullRedisOptions | Cluster): void {
   if (c instanceof Cluster) c.disconnect();
 }
+
+/**
+ * A plain connection to the master that serves `key`'s slot now (on one Redis: a new connection to it). The
+ * projector commits through it: WATCH and its MULTI/EXEC then run on one socket, and when that master goes
+ * (failover, slot moved) the connection ends or answers MOVED instead of carrying the transaction over to
+ * another node without its WATCH. Options as `createRedis`.
+ */
+export async function connectionForKey(url: string, lookup: RedisClient, key: string, o: CreateRedisOptions = {}): Promise<Redis> {
+  if (!isCluster(lookup)) {
+    const r = createRedis(url, { ...o, lazyConnect: true }) as Redis;
+    return r;
+  }
+  const slot = Number(await lookup.call('CLUSTER', 'KEYSLOT', key));
+  const slots = (await lookup.call('CLUSTER', 'SLOTS')) as Array<[number, number, [string, number, ...unknown[]], ...unknown[]]>;
+  const range = slots.find(([from, to]) => slot >= from && slot <= to);
+  if (!range) throw new Error(`CLUSTERDOWN no master serves the slot of ${key}`);
+  const [host, port] = range[2];
+  return new Redis({
+    host: host === '' ? '127.0.0.1' : host,
+    port,
+    lazyConnect: true,
+    ...(o.maxRetriesPerRequest !== undefined ? { maxRetriesPerRequest: o.maxRetriesPerRequest } : {}),
+    ...(o.enableOfflineQueue !== undefined ? { enableOfflineQueue: o.enableOfflineQueue } : {}),
+    ...(o.connectTimeout !== undefined ? { connectTimeout: o.connectTimeout } : {}),
+    ...(o.noReconnect ? { retryStrategy: () => null } : {}),
+    ...(o.noResend ? { autoResendUnfulfilledCommands: false } : {}),
+    ...(o.connectionName ? { connectionName: o.connectionName } : {}),
+  });
+}
