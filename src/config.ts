@@ -35,7 +35,14 @@ const schema = z
     REDIS_URL: url.default('redis://127.0.0.1:6379'),
     REDIS_CLUSTER_NODES: z
       .string()
-      .regex(/^\s*(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}\s*(,\s*(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}\s*)*$/, 'host:port,host:port,… (the seed nodes of a Redis Cluster)')
+      .refine((v) => {
+        try {
+          clusterUrl(v);
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'host:port,host:port,… (the seed nodes of a Redis Cluster; ports 1–65535)')
       .optional(),
     REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9:_.-]*$/, 'letters, digits and :_.- only').default('stoat:'),
     EVENTSTORE_URL: z

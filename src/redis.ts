@@ -15,7 +15,9 @@ export const CLUSTER_SCHEME = 'redis-cluster://';
 
 /** The configuration string of a cluster from `REDIS_CLUSTER_NODES` (`host:port,host:port`). */
 export function clusterUrl(nodes: string): string {
-  return CLUSTER_SCHEME + clusterNodes(CLUSTER_SCHEME + nodes).map((n) => `${n.host}:${n.port}`).join(',');
+  return CLUSTER_SCHEME + clusterNodes(CLUSTER_SCHEME + nodes)
+      .map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`)
+      .join(',');
 }
 
 /** True when the configuration string names a cluster. */
