@@ -60,6 +60,8 @@ export function testConfig(t: Teardownable, env: Record<string, string> = {}): C
     DATA_DIR: dataDir,
     REDIS_URL: TEST_REDIS_URL,
     REDIS_PREFIX: uniquePrefix(),
+    // `npm run test:cluster` runs suites on a Redis Cluster it started.
+    ...(process.env.TEST_REDIS_CLUSTER_NODES ? { REDIS_CLUSTER_NODES: process.env.TEST_REDIS_CLUSTER_NODES } : {}),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...env,
   });
