@@ -16,8 +16,8 @@
  */
 import os from 'node:os';
 import { Queue } from 'bullmq';
-import { Cluster } from 'ioredis';
-import { createRedis, type RedisClient } from '../redis.ts';
+import type { RedisOptions } from 'bullmq';
+import { createRedis, isCluster, type RedisClient } from '../redis.ts';
 import { ConfigError, loadConfig, ROLE_NAMES, type Config, type RoleName } from '../config.ts';
 import { controlKeys, genKeys, generationPrefix } from '../readmodel/keys.ts';
 import { bullConnection, bullPrefix, queueName } from '../../workers/media/jobs.ts';
@@ -86,9 +86,8 @@ async function worker(config: Config): Promise<string> {
     const mine = new RegExp(`:w:${os.hostname().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\d+$`);
     const missing: string[] = [];
     for (const tag of TAGS) {
-      const base = bullConnection(config.redisUrl);
-      // On a cluster: the health check's own cluster connection (closed with it below).
-      const connection = base instanceof Cluster ? (base.disconnect(), redis as Cluster) : { ...base, connectTimeout: 3000, maxRetriesPerRequest: 1, retryStrategy: () => null };
+      // On a cluster: the health check's own cluster connection (BullMQ shares it; closed with it below).
+      const connection = isCluster(redis) ? redis : { ...(bullConnection(config.redisUrl) as RedisOptions), connectTimeout: 3000, maxRetriesPerRequest: 1, retryStrategy: () => null };
       const queue = new Queue(queueName(tag), { connection, prefix: bullPrefix(config.redisPrefix, config.redisUrl) });
       queue.on('error', () => {});
       queues.push(queue);
