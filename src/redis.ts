@@ -96,16 +96,32 @@ export function createRedis(url: string, o: CreateRedisOptions = {}): RedisClien
   return new Cluster(clusterNodes(url), opts);
 }
 
-/** The master connections of a cluster (every node of one Redis: itself). */
-export function masters(r: RedisClient): Redis[] {
-  return isCluster(r) ? r.nodes('master') : [r];
+/** The master connections of a cluster (every node of one Redis: itself), once the cluster knows its topology. */
+export async function masters(r: RedisClient): Promise<Redis[]> {
+  if (!isCluster(r)) return [r];
+  if (r.status === 'wait') await r.connect();
+  else if (r.status !== 'ready') {
+    await new Promise<void>((resolve, reject) => {
+      const done = (err?: Error) => {
+        r.off('ready', ok);
+        r.off('end', fail);
+        if (err) reject(err);
+        else resolve();
+      };
+      const ok = () => done();
+      const fail = () => done(new Error('Connection is closed (the cluster connection ended)'));
+      r.once('ready', ok);
+      r.once('end', fail);
+    });
+  }
+  return r.nodes('master');
 }
 
 /**
  * Every key matching `pattern` (SCAN MATCH), on every master of a cluster; calls `each` with each batch.
  */
 export async function scanKeys(r: RedisClient, pattern: string, each: (keys: string[], node: Redis) => Promise<void>): Promise<void> {
-  for (const node of masters(r)) {
+  for (const node of await masters(r)) {
     let cursor = '0';
     do {
       const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
