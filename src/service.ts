@@ -340,7 +340,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         readModels.close();
         await closeServer(service.metricsServer);
         subscriber.disconnect();
-        await redis.quit().catch(() => redis.disconnect());
+        // QUIT lets replies in flight arrive; bounded (a cluster node that went away never answers it).
+        await Promise.race([redis.quit().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
+        redis.disconnect();
         if (!opts.store) await rawStore.close();
         await keys.close();
       })());
