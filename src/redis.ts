@@ -103,6 +103,7 @@ export async function masters(r: RedisClient): Promise<Redis[]> {
   else if (r.status !== 'ready') {
     await new Promise<void>((resolve, reject) => {
       const done = (err?: Error) => {
+        clearTimeout(timer);
         r.off('ready', ok);
         r.off('end', fail);
         if (err) reject(err);
@@ -110,6 +111,8 @@ export async function masters(r: RedisClient): Promise<Redis[]> {
       };
       const ok = () => done();
       const fail = () => done(new Error('Connection is closed (the cluster connection ended)'));
+      // A cluster that cannot be reached: fail like an unreachable Redis instead of waiting for ever.
+      const timer = setTimeout(() => done(new Error('None of startup nodes is available (no cluster topology within 10 s)')), 10_000);
       r.once('ready', ok);
       r.once('end', fail);
     });
