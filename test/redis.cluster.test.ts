@@ -50,13 +50,8 @@ const skip = haveRedisClusterTools() ? false : 'redis-server and redis-cli are n
 
 t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost without a replica answers 503, then recovers', { skip }, async (t) => {
   // Persistence (AOF, fsync always): the killed master comes back with its data.
-  const cluster = await startRedisCluster(t, { masters: 3, persist: true, nodeTimeoutMs: 1000, stopAtTeardown: false });
-  const s = await startTestService(t, { REDIS_CLUSTER_NODES: cluster.seeds, RATE_LIMITS: 'off', PROJECTOR_PARTITIONS: '2', PROJECTION_WAIT_MS: '3000' }).catch(async (err: unknown) => {
-    await cluster.stop();
-    throw err;
-  });
-  // After the service's teardown (stop, delete its keys): tap runs teardowns in the order they were added.
-  t.teardown(() => cluster.stop());
+  const cluster = await startRedisCluster(t, { masters: 3, persist: true, nodeTimeoutMs: 1000 });
+  const s = await startTestService(t, { REDIS_CLUSTER_NODES: cluster.seeds, RATE_LIMITS: 'off', PROJECTOR_PARTITIONS: '2', PROJECTION_WAIT_MS: '3000' });
   t.match(s.config.redisUrl, /^redis-cluster:\/\//, 'REDIS_CLUSTER_NODES selects the cluster');
   const admin: RedisClient = createRedis(s.config.redisUrl);
   t.teardown(() => admin.disconnect());
@@ -164,12 +159,8 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
 });
 
 t.test('3 masters with a replica each: a master killed under load fails over; no acknowledged write lost', { skip }, async (t) => {
-  const cluster = await startRedisCluster(t, { masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1000, stopAtTeardown: false });
-  const s = await startTestService(t, { REDIS_CLUSTER_NODES: cluster.seeds, RATE_LIMITS: 'off', PROJECTOR_PARTITIONS: '2', PROJECTION_WAIT_MS: '5000' }).catch(async (err: unknown) => {
-    await cluster.stop();
-    throw err;
-  });
-  t.teardown(() => cluster.stop());
+  const cluster = await startRedisCluster(t, { masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 1000 });
+  const s = await startTestService(t, { REDIS_CLUSTER_NODES: cluster.seeds, RATE_LIMITS: 'off', PROJECTOR_PARTITIONS: '2', PROJECTION_WAIT_MS: '5000' });
   const admin: RedisClient = createRedis(s.config.redisUrl);
   t.teardown(() => admin.disconnect());
   const owner = await signup(s);

@@ -82,7 +82,7 @@ async function info(port: number, section: string): Promise<string> {
  */
 export async function startRedisCluster(
   t: Teardownable,
-  o: { masters?: number; replicasPerMaster?: number; nodeTimeoutMs?: number; persist?: boolean; stopAtTeardown?: boolean } = {},
+  o: { masters?: number; replicasPerMaster?: number; nodeTimeoutMs?: number; persist?: boolean } = {},
 ): Promise<TestCluster> {
   const masters = o.masters ?? 3;
   const replicas = o.replicasPerMaster ?? 0;
@@ -159,9 +159,7 @@ export async function startRedisCluster(
       await Promise.all(nodes.map((n) => kill(n.port)));
     },
   };
-  // Tap runs teardowns in the order they were added: a test that starts services on the cluster passes
-  // `stopAtTeardown: false` and registers `cluster.stop()` after them, so they stop while it still runs.
-  if (o.stopAtTeardown !== false) t.teardown(() => cluster.stop());
+  t.teardown(() => cluster.stop());
 
   await Promise.all(nodes.map(launch));
   const create = spawnSync(
