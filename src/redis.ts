@@ -96,27 +96,13 @@ export function createRedis(url: string, o: CreateRedisOptions = {}): RedisClien
   return new Cluster(clusterNodes(url), opts);
 }
 
-/** The master connections of a cluster (every node of one Redis: itself), once the cluster knows its topology. */
+/**
+ * The master connections of a cluster (every node of one Redis: itself). A cluster client created with
+ * `lazyConnect` is connected first; one still connecting knows no masters yet (pass a connected client).
+ */
 export async function masters(r: RedisClient): Promise<Redis[]> {
   if (!isCluster(r)) return [r];
   if (r.status === 'wait') await r.connect();
-  else if (r.status !== 'ready') {
-    await new Promise<void>((resolve, reject) => {
-      const done = (err?: Error) => {
-        clearTimeout(timer);
-        r.off('ready', ok);
-        r.off('end', fail);
-        if (err) reject(err);
-        else resolve();
-      };
-      const ok = () => done();
-      const fail = () => done(new Error('Connection is closed (the cluster connection ended)'));
-      // A cluster that cannot be reached: fail like an unreachable Redis instead of waiting for ever.
-      const timer = setTimeout(() => done(new Error('None of startup nodes is available (no cluster topology within 10 s)')), 10_000);
-      r.once('ready', ok);
-      r.once('end', fail);
-    });
-  }
   return r.nodes('master');
 }
 

@@ -214,7 +214,7 @@ export async function stateAt(o: StateAtOptions): Promise<StateAt> {
     log: o.log,
     ...(o.onProgress ? { onProgress: (p: { events: number }) => o.onProgress!(p.events) } : {}),
   });
-  const redis = createRedis(o.redisUrl);
+  const redis = createRedis(o.redisUrl, { lazyConnect: true });
   try {
     const gp = generationPrefix(targetPrefix, r.generation);
     const counts = await countReadModels(redis, gp);

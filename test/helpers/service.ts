@@ -42,7 +42,7 @@ export function uniquePrefix(): string {
 
 /** Deletes every key under a prefix (on a connection of its own). */
 export async function deletePrefix(redisUrl: string, prefix: string): Promise<void> {
-  const r = createRedis(redisUrl);
+  const r = createRedis(redisUrl, { lazyConnect: true });
   try {
     await deleteKeys(r, prefix);
   } finally {
