@@ -7,7 +7,8 @@
  * - a partition whose owner died (lease expired) is taken over by another projector process.
  */
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectionForKey, createRedis, isCluster, type RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
 import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
@@ -49,18 +50,18 @@ const GENERATION_FOR_STORE = `
 local g = redis.call('get', KEYS[1])
 local old = ''
 if g then
-  local sk = ARGV[1] .. 'g' .. g .. ':' .. ARGV[3]
-  local s = redis.call('get', sk)
+  local s = redis.call('hget', KEYS[3], g)
   if not s then
-    redis.call('set', sk, ARGV[2])
+    redis.call('hset', KEYS[3], g, ARGV[1])
     return {g, 0, ''}
   end
-  if s == ARGV[2] then return {g, 0, ''} end
+  if s == ARGV[1] then return {g, 0, ''} end
   old = g
+  redis.call('hdel', KEYS[3], g)
 end
 local n = redis.call('incr', KEYS[2])
 redis.call('set', KEYS[1], n)
-redis.call('set', ARGV[1] .. 'g' .. n .. ':' .. ARGV[3], ARGV[2])
+redis.call('hset', KEYS[3], tostring(n), ARGV[1])
 return {tostring(n), 1, old}
 `;
 
@@ -68,10 +69,10 @@ return {tostring(n), 1, old}
  * Returns the current generation, creating one (and marking it as needing a rebuild) when Redis has none,
  * or — given the store's identity — when the current one belongs to another store.
  */
-export async function currentGeneration(redis: Redis, prefix: string, storeIdentity?: string): Promise<{ gen: number; created: boolean; replaced?: number }> {
+export async function currentGeneration(redis: RedisClient, prefix: string, storeIdentity?: string): Promise<{ gen: number; created: boolean; replaced?: number }> {
   const ctl = controlKeys(prefix);
   if (storeIdentity !== undefined) {
-    const [g, created, old] = (await redis.eval(GENERATION_FOR_STORE, 2, ctl.generation, ctl.generationSeq, prefix, storeIdentity, genKeys.store)) as [string, number, string];
+    const [g, created, old] = (await redis.eval(GENERATION_FOR_STORE, 3, ctl.generation, ctl.generationSeq, ctl.generationStores, storeIdentity)) as [string, number, string];
     return { gen: Number(g), created: created === 1, ...(old !== '' ? { replaced: Number(old) } : {}) };
   }
   const raw = await redis.get(ctl.generation);
@@ -93,7 +94,7 @@ export class Projector {
   private readonly o: ProjectorOptions;
   private readonly token = randomUUID();
   private readonly ctl: ReturnType<typeof controlKeys>;
-  private admin!: Redis;
+  private admin!: RedisClient;
   private readonly owned = new Map<number, Owned>();
   private readonly freeSeen = new Map<number, number>();
   private generation = 0;
@@ -120,7 +121,7 @@ export class Projector {
 
   /** Starts claiming partitions and projecting. */
   async start(): Promise<void> {
-    this.admin = new Redis(this.o.redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });
+    this.admin = createRedis(this.o.redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });
     this.admin.on('error', () => {});
     this.admin.defineCommand('leaseRenew', { numberOfKeys: 1, lua: RENEW });
     this.admin.defineCommand('leaseRelease', { numberOfKeys: 1, lua: RELEASE });
@@ -222,22 +223,23 @@ export class Projector {
     // checkpoint over missing read models — the projector would then call an empty Redis caught up. So no
     // reconnection and no queueing: once the socket is gone every command fails, the runner stops, and the
     // next check starts the partition over on a new connection.
-    const redis = new Redis(this.o.redisUrl, {
+    // On a cluster: a plain connection to the master of the generation's slot (a failover ends it too).
+    const gen = this.generation;
+    const cpKey = generationPrefix(this.o.prefix, gen) + genKeys.checkpoint(this.o.partitions, i);
+    // Ask the store before connecting: a store that is down must not leave a Redis connection behind.
+    const head = await this.o.store.headPosition();
+    const redis = await connectionForKey(this.o.redisUrl, this.admin, cpKey, {
       maxRetriesPerRequest: null,
       enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      retryStrategy: () => null,
-      lazyConnect: true,
+      noResend: true,
+      noReconnect: true,
       ...(this.o.connectionName ? { connectionName: this.o.connectionName } : {}),
     });
     redis.on('error', () => {});
-    const gen = this.generation;
-    // Ask the store before connecting: a store that is down must not leave a Redis connection behind.
-    const head = await this.o.store.headPosition();
     let cp: string | null;
     try {
       await redis.connect();
-      cp = await redis.get(generationPrefix(this.o.prefix, gen) + genKeys.checkpoint(this.o.partitions, i));
+      cp = await redis.get(cpKey);
     } catch (err) {
       redis.disconnect();
       throw err;
@@ -252,6 +254,7 @@ export class Projector {
       projections: this.o.projections,
       log: this.o.log,
       rebuilding: cp === null && head !== undefined,
+      ...(isCluster(this.admin) ? { eventsRedis: this.admin } : {}),
       onStop: (reason) => void this.onRunnerStop(i, runner, reason),
     });
     this.owned.set(i, { runner, redis, generation: gen });

@@ -11,7 +11,7 @@
  * and `quarantineEvents` (`'quarantined'`, in the process running the partition).
  */
 import { EventEmitter } from 'node:events';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../src/redis.ts';
 import { controlKeys, generationPrefix, genKeys } from '../src/readmodel/keys.ts';
 
 /** A quarantined event as recorded. */

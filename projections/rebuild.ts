@@ -4,7 +4,7 @@
  * are deleted afterwards. Readers keep using the old generation until the swap, so a rebuild never shows
  * half-built read models. Client events are not emitted while rebuilding.
  */
-import { Redis } from 'ioredis';
+import { connectionForKey, createRedis, isCluster, scanKeys, type RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
 import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
@@ -50,18 +50,16 @@ export interface RebuildResult {
   ms: number;
 }
 
-/** Deletes every key under a pattern prefix, in batches. */
-export async function deleteKeys(redis: Redis, prefix: string): Promise<number> {
-  let cursor = '0';
+/** Deletes every key under a prefix, in batches (on every master of a cluster, one key at a time there). */
+export async function deleteKeys(redis: RedisClient, prefix: string): Promise<number> {
   let n = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) {
-      await redis.unlink(...keys);
-      n += keys.length;
-    }
-  } while (cursor !== '0');
+  // A glob would read the prefix's `{…}` hash tags as character classes: escape them.
+  await scanKeys(redis, `${prefix.replace(/[\\*?[\]{}]/g, (c) => `\\${c}`)}*`, async (keys, node) => {
+    // One node may hold keys of many slots: UNLINK one by one there (a multi-key UNLINK must stay in a slot).
+    if (redis === node) await node.unlink(...keys);
+    else for (const k of keys) await node.unlink(k);
+    n += keys.length;
+  });
   return n;
 }
 
@@ -70,8 +68,8 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
   const started = Date.now();
   const prefix = o.targetPrefix ?? o.prefix;
   const ctl = controlKeys(prefix);
-  const admin = new Redis(o.redisUrl, { maxRetriesPerRequest: null });
-  const conns: Redis[] = [];
+  const admin = createRedis(o.redisUrl, { maxRetriesPerRequest: null });
+  const conns: RedisClient[] = [];
   try {
     const prevRaw = await admin.get(ctl.generation);
     const previous = prevRaw === null ? undefined : Number(prevRaw);
@@ -89,20 +87,31 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
         let drops = 0;
         let settled = false;
         const start = () => {
-          const redis = new Redis(o.redisUrl, { maxRetriesPerRequest: null });
-          conns.push(redis);
-          const onStop = (reason: 'error' | 'checkpoint-lost', err?: unknown) => {
-            if (settled) return;
-            const why = err instanceof Error ? err.message : reason;
-            if (reason !== 'error' || ++drops > maxResubscribes) {
-              settled = true;
-              reject(new Error(`rebuild: partition ${i} stopped (${why})${reason === 'error' ? ` after ${drops - 1} resubscriptions` : ''}`));
-              return;
-            }
-            o.log.warn({ partition: i, err: why, attempt: drops }, 'rebuild: the subscription dropped; resubscribing from the checkpoint');
-            redis.disconnect();
-            setTimeout(start, Math.min(5000, 200 * 2 ** (drops - 1)));
-          };
+          // On a cluster: a plain connection to the master of the new generation's slot, which ends (and the
+          // partition resubscribes on a new one) when that master fails over.
+          const cpKey = generationPrefix(prefix, generation) + genKeys.checkpoint(o.partitions, i);
+          connectionForKey(o.redisUrl, admin, cpKey, isCluster(admin) ? { maxRetriesPerRequest: null, noReconnect: true, noResend: true } : { maxRetriesPerRequest: null }).then(
+            (redis) => {
+              conns.push(redis);
+              begin(redis);
+            },
+            (err: unknown) => dropped(undefined, 'error', err),
+          );
+        };
+        const dropped = (redis: RedisClient | undefined, reason: 'error' | 'checkpoint-lost', err?: unknown) => {
+          if (settled) return;
+          const why = err instanceof Error ? err.message : reason;
+          if (reason !== 'error' || ++drops > maxResubscribes) {
+            settled = true;
+            reject(new Error(`rebuild: partition ${i} stopped (${why})${reason === 'error' ? ` after ${drops - 1} resubscriptions` : ''}`));
+            return;
+          }
+          o.log.warn({ partition: i, err: why, attempt: drops }, 'rebuild: the subscription dropped; resubscribing from the checkpoint');
+          redis?.disconnect();
+          setTimeout(start, Math.min(5000, 200 * 2 ** (drops - 1)));
+        };
+        const begin = (redis: RedisClient) => {
+          const onStop = (reason: 'error' | 'checkpoint-lost', err?: unknown) => dropped(redis, reason, err);
           const runner: PartitionRunner = new PartitionRunner({
             store,
             redis,
@@ -141,7 +150,7 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
       await Promise.all(runners.map((r) => r?.stop()));
     }
     // The new generation's checkpoints are positions in this store (see Projector: a mismatch rebuilds).
-    await admin.set(generationPrefix(prefix, generation) + genKeys.store, await o.store.identity());
+    await admin.hset(ctl.generationStores, String(generation), await o.store.identity());
     if (o.swap !== false) {
       await admin.set(ctl.generation, String(generation));
       await admin.publish(ctl.controlChannel, `generation:${generation}`);
@@ -149,6 +158,7 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
         // Readers that already hold the old prefix finish their request first.
         await new Promise((r) => setTimeout(r, 500));
         await deleteKeys(admin, generationPrefix(prefix, previous));
+        await admin.hdel(ctl.generationStores, String(previous));
       }
     }
     return { generation, previous, events: Math.round(seen / o.partitions), ms: Date.now() - started };

@@ -7,7 +7,7 @@
  * process advanced it (a partition taken over) or it vanished (Redis flushed), nothing of the batch is
  * committed and the runner stops with a `CheckpointLost` reason so its owner can decide what to do.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore, RecordedEvent, Subscription } from '../src/eventstore/port.ts';
 import { EVENT_SCHEMAS, isKnownEventType, upcast } from '../src/domain/events.ts';
@@ -25,8 +25,16 @@ export type StopReason = 'checkpoint-lost' | 'error';
 /** Options of a partition runner. */
 export interface PartitionRunnerOptions {
   store: EventStore;
-  /** A connection of its own: WATCH is per connection. */
-  redis: Redis;
+  /**
+   * A connection of its own: WATCH is per connection. On a cluster, a plain connection to the master of the
+   * generation's slot (`connectionForKey`).
+   */
+  redis: RedisClient;
+  /**
+   * On a cluster: where the client events go, after EXEC (their stream is in another slot than the
+   * generation). Unset: inside the MULTI, on `redis`.
+   */
+  eventsRedis?: RedisClient;
   prefix: string;
   generation: number;
   partition: number;
@@ -223,8 +231,10 @@ export class PartitionRunner {
     }
     const m = r.multi();
     for (const op of tx.ops) (m as unknown as { call: (...a: unknown[]) => void }).call(...op);
-    for (const ev of tx.emitted) {
-      m.xadd(this.eventsKey, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(ev));
+    // On a cluster the client-event stream is in another slot than the generation: appended after EXEC.
+    const eventsAfter = this.o.eventsRedis;
+    if (!eventsAfter) {
+      for (const ev of tx.emitted) m.xadd(this.eventsKey, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(ev));
     }
     const qKey = this.keyPrefix + genKeys.quarantine(this.o.partitions, this.o.partition);
     for (const q of quarantined) m.hset(qKey, q.position, JSON.stringify(q));
@@ -238,6 +248,12 @@ export class PartitionRunner {
     if (failed) throw failed[0];
     this.checkpoint = position;
     tx.commitToCache();
+    if (eventsAfter && tx.emitted.length > 0) {
+      const p = eventsAfter.pipeline();
+      for (const ev of tx.emitted) p.xadd(this.eventsKey, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(ev));
+      // The batch is committed: a lost append only costs live delivery (docs/ARCHITECTURE.md "Redis Cluster").
+      await p.exec().catch((err: unknown) => this.o.log.warn({ err, partition: this.o.partition }, 'client events not appended'));
+    }
     for (const q of quarantined) {
       countQuarantinedEvent(this.o.partition);
       quarantineEvents.emit('quarantined', q);

@@ -2,7 +2,7 @@
  * The batch transaction handed to projections: reads go through the batch's own writes, then a
  * partition-local cache, then Redis; writes are buffered as Redis commands for the runner's MULTI.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../src/redis.ts';
 import type { ClientEventRoute, ProjectionTx } from './types.ts';
 
 const DELETED = Symbol('deleted');
@@ -71,7 +71,7 @@ export class BatchTx implements ProjectionTx {
   private readonly sets = new Map<string, SetOverlay>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keyPrefix: string,
     private readonly cache: ValueCache,
     readonly partition: number,

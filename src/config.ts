@@ -7,6 +7,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { TAGS } from '../workers/media/policy.ts';
 import { isValidAllowList, outboundPolicy, type OutboundPolicy } from './outbound/policy.ts';
+import { clusterUrl } from './redis.ts';
 
 /** The roles a process can run (DESIGN §2). */
 
@@ -37,6 +38,17 @@ const schema = z
     APP_URL: url.optional(),
     DATA_DIR: z.string().min(1).default('./data'),
     REDIS_URL: url.default('redis://127.0.0.1:6379'),
+    REDIS_CLUSTER_NODES: z
+      .string()
+      .refine((v) => {
+        try {
+          clusterUrl(v);
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'host:port,host:port,… (the seed nodes of a Redis Cluster; ports 1–65535)')
+      .optional(),
     REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9:_.-]*$/, 'letters, digits and :_.- only').default('stoat:'),
     EVENTSTORE_URL: z
       .string()
@@ -230,6 +242,7 @@ export interface Config {
   wsPublicUrl: string;
   appUrl: string;
   dataDir: string;
+  /** `redis://…` (one Redis) or `redis-cluster://host:port,…` (REDIS_CLUSTER_NODES; `src/redis.ts` opens either). */
   redisUrl: string;
   redisPrefix: string;
   /** KurrentDB connection string; undefined = the embedded SQLite store under dataDir. */
@@ -406,7 +419,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     wsPublicUrl: c.WS_PUBLIC_URL ?? wsDefault,
     appUrl: c.APP_URL ?? publicUrl,
     dataDir: path.resolve(c.DATA_DIR),
-    redisUrl: c.REDIS_URL,
+    redisUrl: c.REDIS_CLUSTER_NODES !== undefined ? clusterUrl(c.REDIS_CLUSTER_NODES) : c.REDIS_URL,
     redisPrefix: c.REDIS_PREFIX,
     eventStoreUrl: c.EVENTSTORE_URL,
     roles: c.ROLES,

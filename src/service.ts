@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import type https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
-import { Redis } from 'ioredis';
+import { createRedis, type RedisClient } from './redis.ts';
 import type Koa from 'koa';
 import { CommandExecutor } from './commands.ts';
 import type { Config } from './config.ts';
@@ -58,7 +58,7 @@ export interface Service {
   config: Config;
   log: Logger;
   store: EventStore;
-  redis: Redis;
+  redis: RedisClient;
   readModels: ReadModels;
   deps: AppDeps;
   projector: Projector | undefined;
@@ -155,8 +155,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const log = opts.log ?? createLogger(config.logLevel, { roles: config.roles.join(',') });
   const ctl = controlKeys(config.redisPrefix);
   const redisOpts = { maxRetriesPerRequest: 3, enableOfflineQueue: true, connectTimeout: 5000 };
-  const redis = new Redis(config.redisUrl, redisOpts);
-  const subscriber = new Redis(config.redisUrl, { ...redisOpts, maxRetriesPerRequest: null });
+  const redis = createRedis(config.redisUrl, redisOpts);
+  const subscriber = createRedis(config.redisUrl, { ...redisOpts, maxRetriesPerRequest: null });
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis error'));
   subscriber.on('error', (err) => log.debug({ err: err.message }, 'redis subscriber error'));
 
@@ -372,7 +372,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         readModels.close();
         await closeServer(service.metricsServer);
         subscriber.disconnect();
-        await redis.quit().catch(() => redis.disconnect());
+        // QUIT lets replies in flight arrive; bounded (a cluster node that went away never answers it).
+        await Promise.race([redis.quit().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
+        redis.disconnect();
         if (!opts.store) await rawStore.close();
         await keys.close();
       })());

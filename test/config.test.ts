@@ -18,6 +18,12 @@ t.test('defaults', async (t) => {
   t.equal(c.uploadBodyTimeoutMs, 600_000, 'and take 10 min in all');
 });
 
+t.test('REDIS_CLUSTER_NODES selects a Redis Cluster; REDIS_URL is then not used', async (t) => {
+  const c = loadConfig({ REDIS_URL: 'redis://single:6379', REDIS_CLUSTER_NODES: ' 10.0.0.1:7000, redis-b.local:7001,[::1]:7002 ' });
+  t.equal(c.redisUrl, 'redis-cluster://10.0.0.1:7000,redis-b.local:7001,[::1]:7002', 'the seed nodes, normalised');
+  t.equal(loadConfig({ REDIS_URL: 'redis://single:6379' }).redisUrl, 'redis://single:6379', 'without it: REDIS_URL');
+});
+
 t.test('a bad value names the variable in one line', async (t) => {
   const cases: Array<[Record<string, string>, string]> = [
     [{ API_PORT: 'abc' }, 'API_PORT'],
@@ -25,6 +31,9 @@ t.test('a bad value names the variable in one line', async (t) => {
     [{ ROLES: 'api,chef' }, 'ROLES'],
     [{ RATE_LIMITS: 'maybe' }, 'RATE_LIMITS'],
     [{ REDIS_URL: 'not a url' }, 'REDIS_URL'],
+    [{ REDIS_CLUSTER_NODES: 'redis.local' }, 'REDIS_CLUSTER_NODES'],
+    [{ REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:70000' }, 'REDIS_CLUSTER_NODES'],
+    [{ REDIS_CLUSTER_NODES: '10.0.0.1:7000,,redis://x:1' }, 'REDIS_CLUSTER_NODES'],
     [{ EVENTSTORE_URL: 'http://x' }, 'EVENTSTORE_URL'],
     [{ VOICE_ENABLED: 'true' }, 'LIVEKIT_URL'],
     [{ VOICE_ENABLED: 'true', LIVEKIT_URL: 'wss://lk.example' }, 'LIVEKIT_API_KEY'],

@@ -276,7 +276,7 @@ t.test('the projector starts a new generation when the checkpoints belong to ano
   await fill(b, 'b', 8);
   const first = await run(a);
   t.strictSame(first.ids, ['a0', 'a1', 'a2', 'a3', 'a4']);
-  t.equal(await redis.get(generationPrefix(prefix, first.gen) + genKeys.store), await a.identity(), 'the generation records its store');
+  t.equal(await redis.hget(controlKeys(prefix).generationStores, String(first.gen)), await a.identity(), 'the generation records its store');
   // The URL now points at B: the old checkpoint (position 5) would skip B's first five events.
   const second = await run(b);
   t.not(second.gen, first.gen, 'a new generation');

@@ -148,7 +148,7 @@ t.test('presence', async (t) => {
     // Redis loses the presence keys: the processes register again with the users they hold.
     const m = await connectReady(other, member.token);
     await change(ownerWs, member, true, mark);
-    const presenceKeys = await redis.keys(`${s.prefix}presence:*`);
+    const presenceKeys = await redis.keys(`${s.prefix}{live}:presence:*`);
     await redis.del(...presenceKeys.filter((k) => k !== keys.presenceEvents));
     t.equal(await online(owner, member), false, 'gone with the keys');
     await until('the registrations to come back', async () => (await online(owner, member)) && (await online(member, owner)));

@@ -16,7 +16,8 @@
  */
 import os from 'node:os';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { RedisOptions } from 'bullmq';
+import { createRedis, isCluster, type RedisClient } from '../redis.ts';
 import { ConfigError, loadConfig, ROLE_NAMES, type Config, type RoleName } from '../config.ts';
 import { controlKeys, genKeys, generationPrefix } from '../readmodel/keys.ts';
 import { bullConnection, bullPrefix, queueName } from '../../workers/media/jobs.ts';
@@ -30,8 +31,8 @@ const TIMEOUT_MS = 8000;
 class Unhealthy extends Error {}
 
 /** A Redis connection that fails at once instead of retrying (a health check must answer). */
-async function connect(config: Config): Promise<Redis> {
-  const redis = new Redis(config.redisUrl, { lazyConnect: true, connectTimeout: 3000, maxRetriesPerRequest: 1, retryStrategy: () => null });
+async function connect(config: Config): Promise<RedisClient> {
+  const redis = createRedis(config.redisUrl, { lazyConnect: true, connectTimeout: 3000, maxRetriesPerRequest: 1, noReconnect: true });
   redis.on('error', () => {});
   try {
     await redis.connect();
@@ -85,7 +86,9 @@ async function worker(config: Config): Promise<string> {
     const mine = new RegExp(`:w:${os.hostname().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\d+$`);
     const missing: string[] = [];
     for (const tag of TAGS) {
-      const queue = new Queue(queueName(tag), { connection: { ...bullConnection(config.redisUrl), connectTimeout: 3000, maxRetriesPerRequest: 1, retryStrategy: () => null }, prefix: bullPrefix(config.redisPrefix) });
+      // On a cluster: the health check's own cluster connection (BullMQ shares it; closed with it below).
+      const connection = isCluster(redis) ? redis : { ...(bullConnection(config.redisUrl) as RedisOptions), connectTimeout: 3000, maxRetriesPerRequest: 1, retryStrategy: () => null };
+      const queue = new Queue(queueName(tag), { connection, prefix: bullPrefix(config.redisPrefix, config.redisUrl) });
       queue.on('error', () => {});
       queues.push(queue);
       const workers = (await queue.getWorkers()) as Array<{ rawname?: string }>;

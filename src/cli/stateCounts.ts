@@ -7,7 +7,7 @@
  * `stateAt` rebuilds the read models up to a position into a separate prefix and reads them; the counts
  * read only the key families of `rm` (src/readmodel/keys.ts), O(keys) with batched reads.
  */
-import { Redis } from 'ioredis';
+import { createRedis, scanKeys as scanEveryMaster, type RedisClient } from '../redis.ts';
 import type { Logger } from 'pino';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { deleteKeys, rebuild } from '../../projections/rebuild.ts';
@@ -48,19 +48,16 @@ export interface ReadModelCounts {
 }
 
 /** Every key under a prefix, without the prefix. */
-async function scanKeys(redis: Redis, prefix: string): Promise<string[]> {
+async function scanKeys(redis: RedisClient, prefix: string): Promise<string[]> {
   const out: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
+  await scanEveryMaster(redis, `${prefix}*`, async (keys) => {
     for (const k of keys) out.push(k.slice(prefix.length));
-  } while (cursor !== '0');
+  });
   return out;
 }
 
 /** Runs `f` over `items` in batches of 500 in one pipeline each; returns the results in order. */
-async function batched<T, R>(redis: Redis, items: T[], f: (p: ReturnType<Redis['pipeline']>, item: T) => void, parse: (raw: unknown) => R): Promise<R[]> {
+async function batched<T, R>(redis: RedisClient, items: T[], f: (p: ReturnType<RedisClient['pipeline']>, item: T) => void, parse: (raw: unknown) => R): Promise<R[]> {
   const out: R[] = [];
   for (let i = 0; i < items.length; i += 500) {
     const p = redis.pipeline();
@@ -76,7 +73,7 @@ async function batched<T, R>(redis: Redis, items: T[], f: (p: ReturnType<Redis['
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 /** Counts what the read models under `genPrefix` describe. */
-export async function countReadModels(redis: Redis, genPrefix: string): Promise<ReadModelCounts> {
+export async function countReadModels(redis: RedisClient, genPrefix: string): Promise<ReadModelCounts> {
   const families = new Map<string, string[]>();
   for (const key of await scanKeys(redis, genPrefix)) {
     const parts = key.split(':');
@@ -137,7 +134,7 @@ export interface ServerSummary {
 }
 
 /** The summary of one server in the generation under `genPrefix`, or null when it did not exist there. */
-export async function summariseServer(redis: Redis, genPrefix: string, serverId: string): Promise<ServerSummary | null> {
+export async function summariseServer(redis: RedisClient, genPrefix: string, serverId: string): Promise<ServerSummary | null> {
   const raw = await redis.get(genPrefix + rm.server(serverId));
   if (raw === null) return null;
   const s = JSON.parse(raw) as ServerState;
@@ -217,7 +214,7 @@ export async function stateAt(o: StateAtOptions): Promise<StateAt> {
     log: o.log,
     ...(o.onProgress ? { onProgress: (p: { events: number }) => o.onProgress!(p.events) } : {}),
   });
-  const redis = new Redis(o.redisUrl);
+  const redis = createRedis(o.redisUrl, { lazyConnect: true });
   try {
     const gp = generationPrefix(targetPrefix, r.generation);
     const counts = await countReadModels(redis, gp);

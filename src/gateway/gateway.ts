@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { Redis } from 'ioredis';
+import { createRedis } from '../redis.ts';
 import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { SessionRecord } from '../../projections/accounts.ts';
@@ -135,7 +135,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   });
   await reader.start();
 
-  const typingSub = new Redis(o.redisUrl, { maxRetriesPerRequest: null, enableOfflineQueue: true, connectTimeout: 5000 });
+  const typingSub = createRedis(o.redisUrl, { maxRetriesPerRequest: null, enableOfflineQueue: true, connectTimeout: 5000 });
   typingSub.on('error', (err) => log.debug({ err: err.message }, 'gateway typing subscriber: redis error'));
   typingSub.on('message', (channel: string, message: string) => {
     if (channel !== typingChannel) return;

@@ -14,7 +14,7 @@
  * Every API process reads the presence stream with the client events and delivers the changes like any
  * `userPresence` event: to the user's sockets and to the sockets of everyone sharing a server with them.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import type { Logger } from 'pino';
 import { controlKeys } from '../readmodel/keys.ts';
 
@@ -80,7 +80,7 @@ return {had and 1 or 0, redis.call('HLEN', KEYS[2])}`;
 
 /** Options of the tracker. */
 export interface PresenceOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** This process's id (unique per process start). */
   processId: string;

@@ -4,7 +4,7 @@
  * Each API process reads every stream from the position it had when the process started, and hands the
  * events over in stream order.
  */
-import { Redis } from 'ioredis';
+import { createRedis, type RedisClient } from '../redis.ts';
 import type { Logger } from 'pino';
 import { controlKeys } from '../readmodel/keys.ts';
 import type { QueuedEvent } from './socket.ts';
@@ -21,14 +21,14 @@ export interface StreamReaderOptions {
 
 /** The reading loop. */
 export class ClientEventReader {
-  private readonly conn: Redis;
+  private readonly conn: RedisClient;
   private readonly keys: string[];
   private readonly ids: string[] = [];
   private stopped = false;
   private loop: Promise<void> | undefined;
 
   constructor(private readonly o: StreamReaderOptions) {
-    this.conn = new Redis(o.redisUrl, { maxRetriesPerRequest: null, enableOfflineQueue: true, connectTimeout: 5000 });
+    this.conn = createRedis(o.redisUrl, { maxRetriesPerRequest: null, enableOfflineQueue: true, connectTimeout: 5000 });
     this.conn.on('error', (err) => o.log.debug({ err: err.message }, 'gateway stream reader: redis error'));
     const ctl = controlKeys(o.prefix);
     this.keys = [...Array.from({ length: o.partitions }, (_, i) => ctl.clientEvents(o.partitions, i)), ctl.presenceEvents];

@@ -5,6 +5,7 @@
  */
 import { Queue } from 'bullmq';
 import type { Logger } from '../log.ts';
+import { closeBullConnection } from '../redis.ts';
 import { bullConnection, bullPrefix } from '../../workers/media/jobs.ts';
 import type { Mail } from './templates.ts';
 
@@ -28,7 +29,8 @@ export interface MailQueue {
 
 /** The BullMQ-backed queue. */
 export function openMailQueue(redisUrl: string, redisPrefix: string, retry: MailRetry, log: Logger): MailQueue {
-  const queue = new Queue<Mail>(MAIL_QUEUE, { connection: bullConnection(redisUrl), prefix: bullPrefix(redisPrefix) });
+  const connection = bullConnection(redisUrl);
+  const queue = new Queue<Mail>(MAIL_QUEUE, { connection, prefix: bullPrefix(redisPrefix, redisUrl) });
   queue.on('error', (err) => log.warn({ err: err.message }, 'mail queue error'));
   return {
     async send(mail) {
@@ -46,6 +48,7 @@ export function openMailQueue(redisUrl: string, redisPrefix: string, retry: Mail
     },
     async close() {
       await queue.close();
+      closeBullConnection(connection);
     },
   };
 }

@@ -20,6 +20,7 @@ import { WrongExpectedRevisionError, type EventStore } from '../eventstore/port.
 import type { Logger } from '../log.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
 import type { BlobStore } from './blobs.ts';
+import { closeBullConnection } from '../redis.ts';
 import { bullConnection, bullPrefix, decodeRejection, JOB_NAME, queueName, settledOutcome, type UploadJob, type UploadOutcome } from '../../workers/media/jobs.ts';
 import { TAGS, type Tag } from '../../workers/media/policy.ts';
 
@@ -40,6 +41,7 @@ const GONE = Symbol('client gone');
 export class UploadQueues {
   private readonly queues = new Map<Tag, Queue<UploadJob, UploadOutcome>>();
   private readonly events = new Map<Tag, QueueEvents>();
+  private connection: ReturnType<typeof bullConnection> | undefined;
 
   constructor(private readonly o: UploadQueuesOptions) {}
 
@@ -51,7 +53,8 @@ export class UploadQueues {
   /** Opens the queues and waits until their event listeners are ready (none of a job's events is missed). */
   async start(): Promise<void> {
     const connection = bullConnection(this.o.config.redisUrl);
-    const prefix = bullPrefix(this.o.config.redisPrefix);
+    this.connection = connection;
+    const prefix = bullPrefix(this.o.config.redisPrefix, this.o.config.redisUrl);
     for (const tag of TAGS) {
       const queue = new Queue<UploadJob, UploadOutcome>(queueName(tag), { connection, prefix });
       const events = new QueueEvents(queueName(tag), { connection, prefix });
@@ -140,5 +143,6 @@ export class UploadQueues {
   /** Closes the queues and listeners. */
   async close(): Promise<void> {
     await Promise.all([...this.events.values(), ...this.queues.values()].map((q) => q.close().catch(() => {})));
+    if (this.connection) closeBullConnection(this.connection);
   }
 }

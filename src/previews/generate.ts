@@ -7,7 +7,7 @@
  * timed out, an error status) is "no preview" and is cached too, so a dead link is not fetched per message.
  */
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import sharp from 'sharp';
 import type { PreviewConfig } from '../config.ts';
 import type { GeneratedEmbedObject } from '../domain/message/events.ts';
@@ -25,7 +25,7 @@ export interface PreviewContext {
   policy: OutboundPolicy;
   limits: PreviewConfig;
   /** The cache's Redis and key prefix (REDIS_PREFIX). */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
 }
 
@@ -119,9 +119,9 @@ export async function generateEmbed(url: string, ctx: PreviewContext): Promise<G
 export function previewCacheKeys(prefix: string) {
   return {
     /** The cached result of one URL (JSON `{embed}`; `embed` null = no preview). */
-    entry: (url: string) => `${prefix}previews:url:${createHash('sha256').update(url).digest('hex')}`,
+    entry: (url: string) => `${prefix}{previews}:url:${createHash('sha256').update(url).digest('hex')}`,
     /** Sorted set of cached entry keys by time of caching (to keep the bound). */
-    index: `${prefix}previews:index`,
+    index: `${prefix}{previews}:index`,
   };
 }
 

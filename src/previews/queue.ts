@@ -29,7 +29,7 @@ export interface PreviewQueue {
 
 /** The BullMQ-backed queue; `attempts` tries per job with exponential backoff. */
 export function openPreviewQueue(redisUrl: string, redisPrefix: string, attempts: number, log: Logger): PreviewQueue {
-  const queue = new Queue<PreviewJob>(PREVIEW_QUEUE, { connection: bullConnection(redisUrl), prefix: bullPrefix(redisPrefix) });
+  const queue = new Queue<PreviewJob>(PREVIEW_QUEUE, { connection: bullConnection(redisUrl), prefix: bullPrefix(redisPrefix, redisUrl) });
   queue.on('error', (err) => log.warn({ err: err.message }, 'preview queue error'));
   return {
     async request(job, content) {

@@ -1,15 +1,22 @@
 /**
  * Redis key layout. Every key lives under `REDIS_PREFIX`. Read models live under a *generation*
- * (`<prefix>g<N>:`) so a rebuild can fill fresh keys and swap them in; control keys do not.
+ * (`<prefix>{g<N>}:`) so a rebuild can fill fresh keys and swap them in; control keys do not.
+ *
+ * Hash tags (`{…}`) keep every multi-key operation inside one Redis Cluster slot (docs/ARCHITECTURE.md
+ * "Redis Cluster"): `{g<N>}` a whole generation (a partition's batch and its checkpoint commit in one
+ * MULTI), `{ctl}` the generation bookkeeping (one script), `{live}` the client-event and presence streams
+ * and the presence hashes (one XREAD, one script). On one Redis the tags change nothing.
  */
 
 /** Control keys and channels (not generation-scoped). */
 export function controlKeys(prefix: string) {
   return {
     /** Current read-model generation (a number). */
-    generation: `${prefix}gen`,
+    generation: `${prefix}{ctl}:gen`,
     /** Counter handing out new generation numbers. */
-    generationSeq: `${prefix}gen:seq`,
+    generationSeq: `${prefix}{ctl}:gen:seq`,
+    /** Hash generation → identity of the event store its checkpoints are positions of (`EventStore.identity()`). */
+    generationStores: `${prefix}{ctl}:stores`,
     /** Pub/sub channel for checkpoint announcements: `<gen>:<partition>:<position>`. */
     checkpointChannel: `${prefix}cp`,
     /** Pub/sub channel for control messages (generation swaps, store commits). */
@@ -19,29 +26,27 @@ export function controlKeys(prefix: string) {
     /** Set (with a TTL) by a projector that prefers partition i of n, so a stand-in hands it back. */
     want: (partitions: number, i: number) => `${prefix}want:${partitions}:${i}`,
     /** Redis stream of client events produced by partition i of n (read by every API process). */
-    clientEvents: (partitions: number, i: number) => `${prefix}events:${partitions}:${i}`,
+    clientEvents: (partitions: number, i: number) => `${prefix}{live}:events:${partitions}:${i}`,
     /** Presence: hash user → number of API processes holding a WebSocket of that user (absent = offline). */
-    presenceUsers: `${prefix}presence:users`,
+    presenceUsers: `${prefix}{live}:presence:users`,
     /** Presence: sorted set of API processes, scored by the time (ms) their registration expires. */
-    presenceProcesses: `${prefix}presence:procs`,
+    presenceProcesses: `${prefix}{live}:presence:procs`,
     /** Presence: hash of the users one API process holds sockets of (user → 1). */
-    presenceProcess: (processId: string) => `${prefix}presence:proc:${processId}`,
+    presenceProcess: (processId: string) => `${prefix}{live}:presence:proc:${processId}`,
     /** Redis stream of presence changes (`UserUpdate {online}`), read by every API process with the client events. */
-    presenceEvents: `${prefix}presence:events`,
+    presenceEvents: `${prefix}{live}:presence:events`,
   };
 }
 
 /** Prefix of one generation's read-model keys. */
 export function generationPrefix(prefix: string, gen: number): string {
-  return `${prefix}g${gen}:`;
+  return `${prefix}{g${gen}}:`;
 }
 
 /** Per-generation bookkeeping keys (below the generation prefix). */
 export const genKeys = {
   /** Checkpoint (global position, decimal) of partition i of n. */
   checkpoint: (partitions: number, i: number) => `cp:${partitions}:${i}`,
-  /** Identity of the event store this generation's checkpoints are positions of (`EventStore.identity()`). */
-  store: 'store',
   /** Set once partition i of n has caught up with the log in this generation. */
   caughtUp: (partitions: number, i: number) => `ready:${partitions}:${i}`,
   /**

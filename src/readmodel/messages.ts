@@ -4,7 +4,7 @@
  * ZREVRANGEBYLEX … LIMIT and HMGETs the page from `channel:<id>:messages`, so the ids and the messages come
  * from the same instant (a message deleted meanwhile is simply absent).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import type { MessageState } from '../domain/message/state.ts';
 import { rm } from './keys.ts';
 import type { ReadModels } from './reader.ts';
@@ -42,9 +42,9 @@ return redis.call('HMGET', KEYS[2], unpack(ids))
 `;
 
 type PageCommand = (zset: string, hash: string, mode: string, a: string, b: string, limit: number) => Promise<Array<string | null>>;
-const defined = new WeakSet<Redis>();
+const defined = new WeakSet<RedisClient>();
 
-function pageCommand(redis: Redis): PageCommand {
+function pageCommand(redis: RedisClient): PageCommand {
   if (!defined.has(redis)) {
     redis.defineCommand('stoatMessagePage', { numberOfKeys: 2, lua: PAGE });
     defined.add(redis);

@@ -3,7 +3,7 @@
  * serve (every partition caught up in that generation), and read-your-writes waits ("has the projector of
  * this scope passed position P?", DESIGN §1).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.ts';
 import type { Logger } from 'pino';
 import { unavailable } from '../errors.ts';
 import { partitionOf } from '../partition.ts';
@@ -18,9 +18,9 @@ interface Waiter {
 /** Options of the read-model reader. */
 export interface ReadModelsOptions {
   /** Connection for commands. */
-  redis: Redis;
+  redis: RedisClient;
   /** Connection in subscriber mode (pub/sub only). */
-  subscriber: Redis;
+  subscriber: RedisClient;
   prefix: string;
   partitions: number;
   log: Logger;
@@ -30,7 +30,7 @@ export interface ReadModelsOptions {
 
 /** Read-model access for queries and commands. */
 export class ReadModels {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   private readonly o: ReadModelsOptions;
   private readonly ctl: ReturnType<typeof controlKeys>;
   private gen: number | undefined;

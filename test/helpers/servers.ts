@@ -1,5 +1,5 @@
 /** Helpers for server tests: create a server, bring users in through an invite, dump read models. */
-import type { Redis } from 'ioredis';
+import { scanKeys, type RedisClient as Redis } from '../../src/redis.ts';
 import { createLogger } from '../../src/log.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
 import { controlKeys, generationPrefix } from '../../src/readmodel/keys.ts';
@@ -57,12 +57,7 @@ export async function roleWith(owner: TestUser, serverId: string, allow: bigint,
  */
 export async function dumpGeneration(redis: Redis, generationPrefix: string): Promise<Record<string, unknown>> {
   const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await redis.scan(cursor, 'MATCH', `${generationPrefix}*`, 'COUNT', 1000);
-    cursor = next;
-    keys.push(...batch);
-  } while (cursor !== '0');
+  await scanKeys(redis, `${generationPrefix}*`, async (batch) => void keys.push(...batch));
   const out: Record<string, unknown> = {};
   for (const full of keys.sort()) {
     const key = full.slice(generationPrefix.length);
@@ -109,7 +104,8 @@ export async function dumpRebuild(
 
 /** The client events emitted so far (every partition's Redis stream), oldest first. */
 export async function clientEvents(redis: Redis, prefix: string): Promise<Array<{ route: Record<string, string>; payload: Record<string, any> }>> {
-  const keys = await redis.keys(`${prefix}events:*`);
+  const keys: string[] = [];
+  await scanKeys(redis, `${prefix}{live}:events:*`, async (batch) => void keys.push(...batch));
   const out: Array<{ id: string; route: Record<string, string>; payload: Record<string, any> }> = [];
   for (const key of keys) {
     for (const [id, fields] of await redis.xrange(key, '-', '+')) {

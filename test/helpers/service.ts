@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { createRedis } from '../../src/redis.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { deleteKeys } from '../../projections/rebuild.ts';
@@ -42,7 +42,7 @@ export function uniquePrefix(): string {
 
 /** Deletes every key under a prefix (on a connection of its own). */
 export async function deletePrefix(redisUrl: string, prefix: string): Promise<void> {
-  const r = new Redis(redisUrl);
+  const r = createRedis(redisUrl, { lazyConnect: true });
   try {
     await deleteKeys(r, prefix);
   } finally {
@@ -60,6 +60,8 @@ export function testConfig(t: Teardownable, env: Record<string, string> = {}): C
     DATA_DIR: dataDir,
     REDIS_URL: TEST_REDIS_URL,
     REDIS_PREFIX: uniquePrefix(),
+    // `npm run test:cluster` runs suites on a Redis Cluster it started.
+    ...(process.env.TEST_REDIS_CLUSTER_NODES ? { REDIS_CLUSTER_NODES: process.env.TEST_REDIS_CLUSTER_NODES } : {}),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...env,
   });

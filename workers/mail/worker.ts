@@ -8,6 +8,7 @@ import nodemailer from 'nodemailer';
 import type { Logger } from '../../src/log.ts';
 import { MAIL_QUEUE } from '../../src/mail/queue.ts';
 import type { Mail } from '../../src/mail/templates.ts';
+import { closeBullConnection } from '../../src/redis.ts';
 import { bullConnection, bullPrefix } from '../media/jobs.ts';
 
 /** A running mail worker. */
@@ -18,13 +19,14 @@ export interface MailWorker {
 /** Starts the worker for SMTP_URL, sending as EMAIL_FROM. */
 export function startMailWorker(o: { redisUrl: string; redisPrefix: string; smtpUrl: string; from: string; log: Logger }): MailWorker {
   const transport = nodemailer.createTransport(o.smtpUrl);
+  const connection = bullConnection(o.redisUrl);
   const worker = new Worker<Mail>(
     MAIL_QUEUE,
     async (job: Job<Mail>) => {
       const m = job.data;
       await transport.sendMail({ from: o.from, to: m.to, subject: m.subject, text: m.text, html: m.html });
     },
-    { connection: bullConnection(o.redisUrl), prefix: bullPrefix(o.redisPrefix), concurrency: 4, name: `${os.hostname()}:${process.pid}` },
+    { connection, prefix: bullPrefix(o.redisPrefix, o.redisUrl), concurrency: 4, name: `${os.hostname()}:${process.pid}` },
   );
   worker.on('error', (err) => o.log.warn({ err: err.message }, 'mail worker error'));
   // Never the address or the link: only the job id and the attempt.
@@ -32,6 +34,7 @@ export function startMailWorker(o: { redisUrl: string; redisPrefix: string; smtp
   return {
     async close() {
       await worker.close();
+      closeBullConnection(connection);
       transport.close();
     },
   };

@@ -5,6 +5,8 @@
  * event of `file-<id>`).
  */
 import type { RedisOptions } from 'bullmq';
+import type { Cluster } from 'ioredis';
+import { bullConnection as redisBullConnection, isClusterUrl } from '../../src/redis.ts';
 import { fileStream } from '../../src/domain/file/events.ts';
 import type { ErrorBody } from '../../src/errors.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
@@ -19,22 +21,20 @@ export function queueName(tag: Tag): string {
   return `media-${tag}`;
 }
 
-/** BullMQ's key prefix for a service: its keys are `<REDIS_PREFIX>bull:<queue>:…`. */
-export function bullPrefix(redisPrefix: string): string {
-  return `${redisPrefix}bull`;
+/**
+ * BullMQ's key prefix for a service: its keys are `<REDIS_PREFIX>bull:<queue>:…`; on a Redis Cluster
+ * (`redisUrl` names one) `<REDIS_PREFIX>{bull}:<queue>:…`, the hash tag BullMQ's documentation asks for.
+ */
+export function bullPrefix(redisPrefix: string, redisUrl?: string): string {
+  return redisUrl !== undefined && isClusterUrl(redisUrl) ? `${redisPrefix}{bull}` : `${redisPrefix}bull`;
 }
 
-/** ioredis options for BullMQ from a `redis://` URL (BullMQ opens its own connections from them). */
-export function bullConnection(redisUrl: string): RedisOptions {
-  const u = new URL(redisUrl);
-  return {
-    host: u.hostname,
-    port: Number(u.port || 6379),
-    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
-    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
-    ...(u.pathname.length > 1 ? { db: Number(u.pathname.slice(1)) } : {}),
-    ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
-  };
+/**
+ * BullMQ's connection from the configuration's Redis: ioredis options for one Redis (BullMQ opens its own
+ * connections from them), or a cluster connection that BullMQ shares (close it with `closeBullConnection`).
+ */
+export function bullConnection(redisUrl: string): RedisOptions | Cluster {
+  return redisBullConnection(redisUrl);
 }
 
 /** What a media job carries. */

@@ -22,6 +22,7 @@ import type { FileObject } from '../../src/domain/shared.ts';
 import { WrongExpectedRevisionError, type EventStore } from '../../src/eventstore/port.ts';
 import type { Logger } from '../../src/log.ts';
 import type { BlobStore } from '../../src/media/blobs.ts';
+import { closeBullConnection } from '../../src/redis.ts';
 import { bullConnection, bullPrefix, encodeRejection, queueName, settledOutcome, type UploadJob, type UploadOutcome } from './jobs.ts';
 import { MediaRejection, processUpload } from './pipeline.ts';
 import { POLICIES, TAGS } from './policy.ts';
@@ -98,7 +99,7 @@ async function finish(deps: MediaWorkerDeps, fileId: string, outcome: UploadOutc
 export function startMediaWorkers(deps: MediaWorkerDeps): MediaWorkers {
   const { config, log } = deps;
   const connection = bullConnection(config.redisUrl);
-  const prefix = bullPrefix(config.redisPrefix);
+  const prefix = bullPrefix(config.redisPrefix, config.redisUrl);
   const workers = TAGS.map((tag) => {
     const run = timedJob(queueName(tag), (job: Job<UploadJob>) => runUploadJob(deps, job.data));
     const worker = new Worker<UploadJob, UploadOutcome>(queueName(tag), run, {
@@ -120,6 +121,7 @@ export function startMediaWorkers(deps: MediaWorkerDeps): MediaWorkers {
     workers,
     async close() {
       await Promise.all(workers.map((w) => w.close()));
+      closeBullConnection(connection);
     },
   };
 }

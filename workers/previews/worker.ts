@@ -8,7 +8,7 @@
  */
 import os from 'node:os';
 import { Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/redis.ts';
 import type { Config } from '../../src/config.ts';
 import { upcast } from '../../src/domain/events.ts';
 import { messageStream, type GeneratedEmbedObject } from '../../src/domain/message/events.ts';
@@ -62,7 +62,7 @@ export async function runPreviewJob(job: PreviewJob, deps: { store: EventStore; 
 }
 
 /** Starts the worker. */
-export function startPreviewWorker(o: { config: Config; redis: Redis; store: EventStore; log: Logger }): PreviewWorker {
+export function startPreviewWorker(o: { config: Config; redis: RedisClient; store: EventStore; log: Logger }): PreviewWorker {
   const ctx: PreviewContext = { policy: o.config.outbound, limits: o.config.previews, redis: o.redis, prefix: o.config.redisPrefix };
   const worker = new Worker<PreviewJob>(
     PREVIEW_QUEUE,
@@ -71,7 +71,7 @@ export function startPreviewWorker(o: { config: Config; redis: Redis; store: Eve
     },
     {
       connection: bullConnection(o.config.redisUrl),
-      prefix: bullPrefix(o.config.redisPrefix),
+      prefix: bullPrefix(o.config.redisPrefix, o.config.redisUrl),
       concurrency: o.config.previews.concurrency,
       name: `${os.hostname()}:${process.pid}`,
     },

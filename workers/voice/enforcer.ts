@@ -18,7 +18,7 @@
  * server, and removes those without Connect. Nothing of this runs in a request.
  */
 import { Queue, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import { closeBullConnection, createRedis } from '../../src/redis.ts';
 import { channelAccess } from '../../src/access.ts';
 import type { Config } from '../../src/config.ts';
 import type { ServerVoiceState } from '../../src/domain/voice/state.ts';
@@ -116,8 +116,8 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
   if (!voice.enabled) throw new Error('voice is not enabled');
   const rooms = roomService(voice);
   const connection = bullConnection(config.redisUrl);
-  const prefix = bullPrefix(config.redisPrefix);
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
+  const prefix = bullPrefix(config.redisPrefix, config.redisUrl);
+  const redis = createRedis(config.redisUrl, { maxRetriesPerRequest: 3 });
   redis.on('error', () => {});
   const cpKey = `${config.redisPrefix}voice:enforcer:cp`;
   const queue = new Queue<CheckJob>(VOICE_QUEUE, { connection, prefix });
@@ -217,6 +217,7 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
       untrack();
       await worker.close();
       await queue.close();
+      closeBullConnection(connection);
       redis.disconnect();
     },
   };

@@ -94,6 +94,8 @@ export function isStorageUnavailable(err: unknown): boolean {
     code === 'ECONNREFUSED' ||
     code === 'ECONNRESET' ||
     code === 'SQLITE_BUSY' ||
-    /Connection is closed|Stream isn't writeable|enableOfflineQueue|LOADING Redis is loading/.test(err.message)
+    /Connection is closed|Stream isn't writeable|enableOfflineQueue|LOADING Redis is loading/.test(err.message) ||
+    // A Redis Cluster that lost a master (no replica took over yet, or none exists), or is moving slots.
+    /^(CLUSTERDOWN|TRYAGAIN|MASTERDOWN)|Too many Cluster redirections|Failed to refresh slots cache|None of startup nodes is available|Cluster isn't ready/.test(err.message)
   );
 }
