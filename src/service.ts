@@ -151,6 +151,9 @@ function closeServer(server: Server | undefined): Promise<void> {
 }
 
 /** Starts the roles of the configuration. */
+/** Longest time one part of the service may take to close during `stop()` before it is left behind (ms). */
+const STOP_PART_MS = 5000;
+
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const log = opts.log ?? createLogger(config.logLevel, { roles: config.roles.join(',') });
   const ctl = controlKeys(config.redisPrefix);
@@ -357,17 +360,29 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await Promise.all([service.gateway?.close(), closeServer(service.apiServer), closeServer(service.mediaServer)]);
         for (const u of untrack) u();
         for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
-        await uploads?.close();
-        await fileSweeper?.close();
-        await mediaWorkers?.close();
-        await mailWorker?.close();
-        await previewWorker?.close();
-        await deps.previews?.close();
-        await mail?.close();
-        await voiceEnforcer?.close();
-        await pushWorker?.close();
-        await projector?.stop();
-        await searchIndexer?.stop();
+        // Each part gets a bounded time: a queue or worker whose Redis node went away (a cluster master lost)
+        // would otherwise hold the stop forever. What did not close in time is named in the log.
+        const bounded = async (name: string, p: Promise<unknown> | undefined) => {
+          if (!p) return;
+          let timer: NodeJS.Timeout | undefined;
+          const late = await Promise.race([
+            p.then(() => false, (err: unknown) => (log.warn({ err, part: name }, 'stop: close failed'), false)),
+            new Promise<boolean>((r) => (timer = setTimeout(() => r(true), STOP_PART_MS))),
+          ]);
+          clearTimeout(timer);
+          if (late) log.warn({ part: name, ms: STOP_PART_MS }, 'stop: gave up waiting for a part to close');
+        };
+        await bounded('uploads', uploads?.close());
+        await bounded('fileSweeper', fileSweeper?.close());
+        await bounded('mediaWorkers', mediaWorkers?.close());
+        await bounded('mailWorker', mailWorker?.close());
+        await bounded('previewWorker', previewWorker?.close());
+        await bounded('previews', deps.previews?.close());
+        await bounded('mail', mail?.close());
+        await bounded('voiceEnforcer', voiceEnforcer?.close());
+        await bounded('pushWorker', pushWorker?.close());
+        await bounded('projector', projector?.stop());
+        await bounded('searchIndexer', searchIndexer?.stop());
         deps.search?.close();
         readModels.close();
         await closeServer(service.metricsServer);
