@@ -59,6 +59,14 @@ export interface RebuiltHistory extends SeededHistory {
   rebuild: RebuildRun;
 }
 
+/**
+ * The text of the k-th message of a seeded channel: "Seeded message number <k>, of a typical length for a chat
+ * line.", and every tenth (k ≡ 9 mod 10) in Japanese, which mentions 東京 (the search bench's non-Latin phrase).
+ */
+export function seededContent(k: number): string {
+  return k % 10 === 9 ? `シード・メッセージ ${k} 番、東京から送りました。普通の長さのチャットです。` : `Seeded message number ${k}, of a typical length for a chat line.`;
+}
+
 /** Appends `count` MessageSent events to the store in bulk; returns a sample of the ids (for `before` cursors). */
 async function seed(store: SqliteEventStore, serverId: string, channelId: string, author: string, count: number, start: number, log: (m: string) => void): Promise<string[]> {
   // One millisecond apart from `start` (the channels follow one another on one clock: a channel starting
@@ -75,7 +83,7 @@ async function seed(store: SqliteEventStore, serverId: string, channelId: string
       const event: NewEvent = {
         id: randomUUID(),
         type: 'MessageSent',
-        data: { message: { _id: id, nonce: id, channel: channelId, author, content: `Seeded message number ${k}, of a typical length for a chat line.` } },
+        data: { message: { _id: id, nonce: id, channel: channelId, author, content: seededContent(k) } },
         metadata: { actor: author, requestId: 'bench-seed', at, scope: serverId },
       };
       writes.push({ stream: `message-${id}`, expected: 'no_stream', events: [event] });
