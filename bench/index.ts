@@ -10,5 +10,7 @@ import send from './send.ts';
 import ack from './ack.ts';
 import postgres from './postgres.ts';
 import search from './search.ts';
+import fanout from './fanout.ts';
+import ready from './ready.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, fanout, ready];

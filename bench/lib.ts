@@ -90,3 +90,13 @@ export async function latencies(n: number, fn: (i: number) => unknown): Promise<
 export function fmtMs(ms: number): string {
   return ms < 1 ? `${Math.round(ms * 1000)} µs` : `${ms.toFixed(ms < 10 ? 2 : 1)} ms`;
 }
+
+/** Runs `fn` over `items`, `n` at a time. */
+export async function inFlight<T>(items: readonly T[], n: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
