@@ -12,5 +12,7 @@ import postgres from './postgres.ts';
 import search from './search.ts';
 import push from './push.ts';
 import previews from './previews.ts';
+import fanout from './fanout.ts';
+import ready from './ready.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready];

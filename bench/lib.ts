@@ -67,3 +67,36 @@ export async function repeat<T>(repeats: number, fn: (i: number) => Promise<T>):
   for (let i = 0; i < repeats; i++) out.push(await fn(i));
   return out;
 }
+
+/** Latency percentiles of calls made one after another, in ms (fractions kept). */
+export interface Latency {
+  p50: number;
+  p99: number;
+  n: number;
+}
+
+/** Times `n` calls of `fn` one after another (`fn(i)` for the i-th) and returns the p50 and p99 in ms. */
+export async function latencies(n: number, fn: (i: number) => unknown): Promise<Latency> {
+  const ms: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await fn(i);
+    ms.push(performance.now() - t0);
+  }
+  return { p50: percentile(ms, 50), p99: percentile(ms, 99), n };
+}
+
+/** Milliseconds for a table cell: µs below 1 ms. */
+export function fmtMs(ms: number): string {
+  return ms < 1 ? `${Math.round(ms * 1000)} µs` : `${ms.toFixed(ms < 10 ? 2 : 1)} ms`;
+}
+
+/** Runs `fn` over `items`, `n` at a time. */
+export async function inFlight<T>(items: readonly T[], n: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}

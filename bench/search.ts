@@ -10,13 +10,18 @@
  * - a word in every message of the channel, Latest (walks the matches newest first, stops at the page);
  * - the same word, Relevance (ranks the newest RELEVANCE_WINDOW matches);
  * - a phrase `"number <k>"`, Oldest.
+ * Then the latency of single searches of six shapes in the 1M channel (rare word, common word Latest and
+ * Relevance, phrase, a Japanese phrase in every tenth message, the pinned list), each against the raw SQLite
+ * query of that shape on the same file.
  * The 1M figure must stay within a small factor of the 1k one: the channel is never scanned.
  * RATE_LIMITS=off: the channels bucket would otherwise be measured.
  */
 import path from 'node:path';
-import { median, repeat, type Bench, type BenchResult } from './lib.ts';
+import Database from 'better-sqlite3';
+import { fmtMs, latencies, median, repeat, type Bench, type BenchContext, type BenchResult } from './lib.ts';
 import { assertClean, call, measure, startServer, waitServing, type Measured } from './http.ts';
-import { CHANNEL_SIZES as SIZES, rebuiltHistory, type SeededHistory } from './seeded.ts';
+import { CHANNEL_SIZES as SIZES, rebuiltHistory, type RebuiltHistory, type SeededHistory } from './seeded.ts';
+import { matchExpression } from '../src/search/text.ts';
 import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
 import { SearchIndex } from '../src/search/index.ts';
 
@@ -41,6 +46,77 @@ function searcher(h: SeededHistory, i: number): () => { path: string; headers: R
 /** The ceiling: the history route's newest page of 50 in the same channel. */
 function historyReader(h: SeededHistory, i: number): () => { path: string; headers: Record<string, string> } {
   return () => ({ path: `/channels/${h.channels[i]}/messages?limit=50`, headers: { 'X-Session-Token': h.owner.token } });
+}
+
+/** Pinned messages in the 1M channel for the pinned shape (spread over its whole length). */
+const PINS = 100;
+
+/**
+ * Latency of single searches (one client, one request at a time) of several shapes in the 1M channel, each
+ * next to the raw SQLite query of the same shape on the same index file, in this process (the ceiling: FTS5
+ * alone, without HTTP, session and permission checks, read-your-writes, the Relevance ranking or reading the
+ * messages from Redis).
+ */
+async function shapeLatencies(ctx: BenchContext, api: string, h: RebuiltHistory, file: string): Promise<BenchResult[]> {
+  const i = SIZES.findIndex((s) => s.label === '1m');
+  const channel = h.channels[i]!;
+  const count = SIZES[i]!.count;
+  const sample = h.samples[i]!;
+  for (let p = 0; p < PINS; p++) await call(`${api}/channels/${channel}/messages/${sample[Math.floor((p * sample.length) / PINS)]}/pin`, 'POST', h.owner.token, undefined, 204);
+  const k = (n: number) => (n * 7919 + 13) % count;
+  type Shape = { name: string; label: string; body: (n: number) => Record<string, unknown>; raw: (n: number) => [string, unknown[]] };
+  const fts = (query: string, order: 'ASC' | 'DESC'): [string, unknown[]] => [`SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid ${order} LIMIT 50`, [matchExpression(query, channel)]];
+  const shapes: Shape[] = [
+    { name: 'rare', label: "a rare word (one message's number), Relevance", body: (n) => ({ query: String(k(n)) }), raw: (n) => fts(String(k(n)), 'DESC') },
+    { name: 'common-latest', label: 'a word in 90 % of the messages, Latest', body: () => ({ query: 'typical', sort: 'Latest' }), raw: () => fts('typical', 'DESC') },
+    { name: 'common-relevance', label: 'a word in 90 % of the messages, Relevance', body: () => ({ query: 'typical' }), raw: () => fts('typical', 'DESC') },
+    { name: 'phrase', label: 'a phrase "number <k>", Oldest', body: (n) => ({ query: `"number ${k(n)}"`, sort: 'Oldest' }), raw: (n) => fts(`"number ${k(n)}"`, 'ASC') },
+    { name: 'japanese', label: 'a Japanese phrase 東京 (in 10 % of the messages), Latest', body: () => ({ query: '東京', sort: 'Latest' }), raw: () => fts('東京', 'DESC') },
+    {
+      name: 'pinned',
+      label: `the pinned list (${PINS} pins), Latest`,
+      body: () => ({ pinned: true, sort: 'Latest' }),
+      raw: () => ['SELECT message_id FROM doc WHERE channel = ? AND pinned = 1 ORDER BY message_id DESC LIMIT 50', [channel]],
+    },
+  ];
+  const db = new Database(file, { readonly: true });
+  const n = ctx.quick ? 200 : 500;
+  const out: BenchResult[] = [];
+  try {
+    for (const s of shapes) {
+      const first = await call(`${api}/channels/${channel}/search`, 'POST', h.owner.token, { ...s.body(0), limit: 50 });
+      if (first.length === 0) throw new Error(`search shape ${s.name} found nothing`);
+      const runs = await repeat(ctx.repeats, async () => ({
+        http: await latencies(n, (j) => call(`${api}/channels/${channel}/search`, 'POST', h.owner.token, { ...s.body(j), limit: 50 })),
+        raw: await latencies(n, (j) => {
+          const [sql, args] = s.raw(j);
+          return db.prepare(sql).all(...args);
+        }),
+      }));
+      const p50 = median(runs.map((r) => r.http.p50));
+      const p99 = median(runs.map((r) => r.http.p99));
+      const raw50 = median(runs.map((r) => r.raw.p50));
+      const raw99 = median(runs.map((r) => r.raw.p99));
+      ctx.log(`search 1m ${s.name}: p50/p99 ${runs.map((r) => `${fmtMs(r.http.p50)}/${fmtMs(r.http.p99)}`).join(', ')}; raw ${runs.map((r) => `${fmtMs(r.raw.p50)}/${fmtMs(r.raw.p99)}`).join(', ')}`);
+      out.push({
+        name: `search-1m-${s.name}`,
+        figure: `latency of one search, 1M messages: ${s.label}`,
+        median: p50,
+        unit: 'ms',
+        p50,
+        p99,
+        ceiling: raw50,
+        ceilingLabel: `the raw SQLite query on the same index file, p50/p99 ${fmtMs(raw50)}/${fmtMs(raw99)}`,
+        ratio: raw50 / p50,
+        ...(s.name === 'rare'
+          ? { notes: `one client, one request at a time (${n} per run), 50 results; ceiling = the FTS5 MATCH (or the pinned index) alone in the bench process, so the ratio is the share of a search's time that is the index lookup` }
+          : {}),
+      });
+    }
+  } finally {
+    db.close();
+  }
+  return out;
 }
 
 const bench: Bench = {
@@ -84,6 +160,8 @@ const bench: Bench = {
         const r = await call(`${api}/channels/${h.channels[i]}/search`, 'POST', h.owner.token, { query: 'typical', sort: 'Latest', limit: 50 });
         if (r.length !== 50) throw new Error(`channel ${SIZES[i]!.label}: ${r.length} results for a word in every message`);
       }
+
+      const shapes = await shapeLatencies(ctx, api, h, path.join(h.dataDir, 'search.sqlite'));
 
       const duration = ctx.quick ? 3 : 5;
       await measure({ url: api, method: 'POST', next: searcher(h, 0), duration: 2 });
@@ -138,6 +216,7 @@ const bench: Bench = {
         ratio: indexed / buildSeconds / (read / readSeconds),
         notes: 'includes the service start; one transaction per batch of 1,000 events with the checkpoint',
       });
+      results.push(...shapes);
       ctx.log(`search: ${runs.map((r) => r.sizes.map((m) => Math.round(m.rps)).join('/')).join(', ')} req/s (1k/100k/1M); history ${runs.map((r) => r.ceilings.map((m) => Math.round(m.rps)).join('/')).join(', ')}`);
       return results;
     } finally {

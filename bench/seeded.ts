@@ -59,10 +59,18 @@ export interface RebuiltHistory extends SeededHistory {
   rebuild: RebuildRun;
 }
 
+/**
+ * The text of the k-th message of a seeded channel: "Seeded message number <k>, of a typical length for a chat
+ * line.", and every tenth (k ≡ 9 mod 10) in Japanese, which mentions 東京 (the search bench's non-Latin phrase).
+ */
+export function seededContent(k: number): string {
+  return k % 10 === 9 ? `シード・メッセージ ${k} 番、東京から送りました。普通の長さのチャットです。` : `Seeded message number ${k}, of a typical length for a chat line.`;
+}
+
 /** Appends `count` MessageSent events to the store in bulk; returns a sample of the ids (for `before` cursors). */
-async function seed(store: SqliteEventStore, serverId: string, channelId: string, author: string, count: number, log: (m: string) => void): Promise<string[]> {
-  // One millisecond apart, ending now (ids of later channels continue monotonically).
-  const start = Date.now() - count;
+async function seed(store: SqliteEventStore, serverId: string, channelId: string, author: string, count: number, start: number, log: (m: string) => void): Promise<string[]> {
+  // One millisecond apart from `start` (the channels follow one another on one clock: a channel starting
+  // before the previous one's last id would put its ids in that millisecond, from the monotonic id factory).
   const at = new Date().toISOString();
   const sample: string[] = [];
   const every = Math.max(1, Math.floor(count / 1000));
@@ -75,7 +83,7 @@ async function seed(store: SqliteEventStore, serverId: string, channelId: string
       const event: NewEvent = {
         id: randomUUID(),
         type: 'MessageSent',
-        data: { message: { _id: id, nonce: id, channel: channelId, author, content: `Seeded message number ${k}, of a typical length for a chat line.` } },
+        data: { message: { _id: id, nonce: id, channel: channelId, author, content: seededContent(k) } },
         metadata: { actor: author, requestId: 'bench-seed', at, scope: serverId },
       };
       writes.push({ stream: `message-${id}`, expected: 'no_stream', events: [event] });
@@ -108,8 +116,10 @@ async function makeSeeded(ctx: BenchContext): Promise<SeededHistory> {
   let store = new SqliteEventStore(file);
   const samples: string[][] = [];
   let smallEvents = 0;
+  let start = Date.now() - CHANNEL_SIZES.reduce((n, s) => n + s.count, 0);
   for (let i = 0; i < CHANNEL_SIZES.length; i++) {
-    samples.push(await seed(store, made.serverId, made.channels[i]!, owner.userId, CHANNEL_SIZES[i]!.count, ctx.log));
+    samples.push(await seed(store, made.serverId, made.channels[i]!, owner.userId, CHANNEL_SIZES[i]!.count, start, ctx.log));
+    start += CHANNEL_SIZES[i]!.count;
     if (CHANNEL_SIZES[i]!.label === '100k') {
       smallEvents = Number(await store.headPosition());
       // Closing the last connection checkpoints the WAL into the file, so the file alone is the whole log.

@@ -2,14 +2,16 @@
  * A server process for the HTTP benchmarks, so the server under test does not share its event loop with
  * autocannon. `node --import tsx bench/serve.ts service` starts the service from the environment (plus, with
  * BENCH_UNLIMITED=1, a second API app on the same deps with the rate limiter off: the same route without
- * limits, in the same process); `… bare` starts a bare koa app (the ceiling). Prints one line
+ * limits, in the same process); `… bare` starts a bare koa app (the ceiling); `… ws` a raw `ws` broadcaster
+ * (the gateway fan-out's ceiling). Prints one line
  * `BENCH {json}` with the URLs, answers the IPC message `memory` with its memory, stops on SIGTERM.
  */
 import fs from 'node:fs';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
-import type { Server } from 'node:http';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { loadConfig } from '../src/config.ts';
 import { createApiApp } from '../src/http/app.ts';
 import { API_ROUTES } from '../src/http/routes/index.ts';
@@ -64,8 +66,42 @@ if (mode === 'service') {
   const server = await listen(app);
   console.log(`BENCH ${JSON.stringify({ url: urlOf(server) })}`);
   stop = () => new Promise((r) => server.close(() => r()));
+} else if (mode === 'ws') {
+  // The gateway's ceilings: a raw `ws` server. POST /broadcast with a JSON array of frame texts sends each to
+  // every connected socket (one payload to all, then the next, yielding to I/O between payloads); PUT /hello
+  // with a frame text sends that frame to each socket as it connects (the Ready ceiling).
+  const sockets = new Set<WebSocket>();
+  let hello: string | undefined;
+  const server = createHttpServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      if (req.url === '/hello') {
+        hello = body;
+        return void res.writeHead(204).end();
+      }
+      const frames = JSON.parse(body) as string[];
+      res.writeHead(204).end();
+      let i = 0;
+      const next = () => {
+        if (i >= frames.length) return;
+        const text = frames[i++]!;
+        for (const ws of sockets) ws.send(text);
+        setImmediate(next);
+      };
+      next();
+    });
+  });
+  new WebSocketServer({ server, perMessageDeflate: false }).on('connection', (ws) => {
+    sockets.add(ws);
+    ws.once('close', () => sockets.delete(ws));
+    if (hello !== undefined) ws.send(hello);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  console.log(`BENCH ${JSON.stringify({ url: urlOf(server) })}`);
+  stop = () => new Promise((r) => server.close(() => r()));
 } else {
-  console.error('usage: bench/serve.ts service|bare');
+  console.error('usage: bench/serve.ts service|bare|ws');
   process.exit(2);
 }
 /**

@@ -8,7 +8,7 @@ import { signup } from './helpers/http.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
 import { startTestService, tempDir } from './helpers/service.ts';
 import { Permission as P } from '../src/permissions/bits.ts';
-import { SearchCheckpointMoved, SearchIndex } from '../src/search/index.ts';
+import { PER_MS, SearchCheckpointMoved, SearchIndex } from '../src/search/index.ts';
 import { rebuildSearchIndex, SearchIndexer } from '../src/search/indexer.ts';
 import { matchExpression } from '../src/search/text.ts';
 import { upcast } from '../src/domain/events.ts';
@@ -23,6 +23,21 @@ function ev(position: bigint, type: string, stream: string, data: unknown): Reco
 }
 const sent = (position: bigint, id: string, channel: string, content: string) =>
   ev(position, 'MessageSent', `message-${id}`, { message: { _id: id, channel, author: 'u', content } });
+
+/** The next ULID of the same millisecond (as a monotonic factory makes it: the random part plus one). */
+function nextInMs(id: string): string {
+  const chars = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+  const a = id.split('');
+  for (let i = a.length - 1; i >= 10; i--) {
+    const v = chars.indexOf(a[i]!);
+    if (v < 31) {
+      a[i] = chars[v + 1]!;
+      break;
+    }
+    a[i] = '0';
+  }
+  return a.join('');
+}
 
 t.test('query syntax (Stoat / MongoDB $text): words are alternatives, "phrases" required, -words excluded', async (t) => {
   t.equal(matchExpression('!!! ?', 'C'), null, 'nothing to find');
@@ -119,24 +134,56 @@ t.test('the index (no HTTP)', async (t) => {
     const first = ulid(ms);
     // Monotonic ids of one millisecond: what `newId(pastTime)` gives after a later id was made.
     const ids = [first];
-    const next = (id: string) => {
-      const chars = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-      const a = id.split('');
-      for (let i = a.length - 1; i >= 10; i--) {
-        const v = chars.indexOf(a[i]!);
-        if (v < 31) {
-          a[i] = chars[v + 1]!;
-          break;
-        }
-        a[i] = '0';
-      }
-      return a.join('');
-    };
-    for (let i = 1; i < 3000; i++) ids.push(next(ids[i - 1]!));
+    for (let i = 1; i < 3000; i++) ids.push(nextInMs(ids[i - 1]!));
     let pos = 10_000n;
     for (let i = 0; i < ids.length; i += 1000) ix.applyBatch(ids.slice(i, i + 1000).map((id) => sent(pos++, id, X, 'bulk')), ix.checkpoint(), upcast);
     t.equal(ix.search(X, 'bulk', { sort: 'Latest', limit: 5000 }).length, 3000);
     t.same(ix.search(X, 'bulk', { sort: 'Oldest', limit: 3, after: ids[1000] }), ids.slice(1001, 1004));
+  });
+
+  t.test('a full millisecond spills forward: past PER_MS ids the rows take the next free rowids after it', async (t) => {
+    const X = newId();
+    const ms = 1_700_000_000_000;
+    const base = BigInt(ms) * PER_MS;
+    // Filling 2^20 rows takes a minute; what the writer looks at is the millisecond's highest rowid, so its
+    // last slot (and, in the second case, the next millisecond's last slot too) is taken as a bulk import
+    // would have taken it.
+    const fill = (index: SearchIndex, rowid: bigint, id: string) => {
+      index.db.prepare('INSERT INTO doc (rowid, message_id, channel, pinned) VALUES (?, ?, ?, 0)').run(rowid, id, X);
+      index.db.prepare('INSERT INTO fts (rowid, channel, body) VALUES (?, ?, ?)').run(rowid, X, 'spill');
+    };
+    const rowids = (index: SearchIndex, ids: string[]) => ids.map((id) => (index.db.prepare('SELECT rowid FROM doc WHERE message_id = ?').get(id) as { rowid: bigint }).rowid);
+    const fresh = () => new SearchIndex(':memory:');
+
+    // 1. Millisecond `ms` full, `ms + 1` holds a message of its own: the overflow goes after that message.
+    const ix1 = fresh();
+    const filler = ulid(ms);
+    fill(ix1, base + PER_MS - 1n, filler);
+    const own = ulid(ms + 1);
+    const spilled = [nextInMs(filler)];
+    for (let i = 1; i < 3; i++) spilled.push(nextInMs(spilled[i - 1]!));
+    let pos = 1n;
+    const events = [sent(pos++, own, X, 'spill'), ...spilled.map((id) => sent(pos++, id, X, 'spill'))];
+    ix1.applyBatch(events, undefined, upcast);
+    t.same(rowids(ix1, [filler, own, ...spilled]), [base + PER_MS - 1n, base + PER_MS, base + PER_MS + 1n, base + PER_MS + 2n, base + PER_MS + 3n], 'no rowid reused');
+    t.equal(ix1.search(X, 'spill', { sort: 'Latest', limit: 10 }).length, 5, 'every message indexed');
+    t.same(ix1.search(X, 'spill', { sort: 'Oldest', limit: 10 }), [filler, own, ...spilled], 'in rowid order');
+
+    // Deterministic: the same log on the same state gives the same rows (rebuild equals live).
+    const ix2 = fresh();
+    fill(ix2, base + PER_MS - 1n, filler);
+    ix2.applyBatch(events.slice(0, 2), undefined, upcast);
+    ix2.applyBatch(events.slice(2), 2n, upcast);
+    t.same(ix2.dump(), ix1.dump(), 'the same rows in two batches');
+
+    // 2. Two full milliseconds in a row: the overflow goes on to the third.
+    const ix3 = fresh();
+    fill(ix3, base + PER_MS - 1n, filler);
+    fill(ix3, base + 2n * PER_MS - 1n, ulid(ms + 1));
+    ix3.applyBatch(spilled.map((id, i) => sent(BigInt(i + 1), id, X, 'spill')), undefined, upcast);
+    t.same(rowids(ix3, spilled), [2n * PER_MS, 2n * PER_MS + 1n, 2n * PER_MS + 2n].map((r) => base + r));
+    t.equal(ix3.search(X, 'spill', { sort: 'Latest', limit: 10 }).length, 5);
+    for (const i of [ix1, ix2, ix3]) i.close();
   });
 
   t.test('no scan of the channel: the plans use the FTS index and the pinned index', async (t) => {

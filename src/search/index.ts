@@ -50,7 +50,7 @@ export const RELEVANCE_RECOUNTS = 2_000;
  * Rowids per millisecond of message id time (2^20: a monotonic id factory can make very many ids in one
  * millisecond, e.g. a bulk import). 2^63 / 2^20 ms reaches the year 2248.
  */
-const PER_MS = 2n ** 20n;
+export const PER_MS = 2n ** 20n;
 
 /** One page of a search or of the pinned list. */
 export interface SearchPage {
