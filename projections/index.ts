@@ -15,10 +15,13 @@ import { unreadsProjection } from './unreads.ts';
 import { settingsProjection } from './settings.ts';
 import { relationshipsProjection } from './relationships.ts';
 import { privateChannelsProjection } from './privateChannels.ts';
+import { botsProjection } from './bots.ts';
+import { webhooksProjection } from './webhooks.ts';
 import type { Projection } from './types.ts';
 
 export const PROJECTIONS: readonly Projection[] = [
   auditProjection,
+  webhooksProjection,
   accountsProjection,
   serversProjection,
   channelsProjection,
@@ -31,4 +34,5 @@ export const PROJECTIONS: readonly Projection[] = [
   privateChannelsProjection,
   moderationProjection,
   voiceProjection,
+  botsProjection,
 ];
