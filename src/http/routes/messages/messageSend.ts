@@ -115,6 +115,7 @@ export default defineRoute({
         ? { reactions: body.interactions.reactions ?? undefined, restrict_reactions: body.interactions.restrict_reactions ?? undefined }
         : undefined,
       flags: body.flags ?? undefined,
+      ...(caller.bot ? { bot: true } : {}),
     };
     let serverId: string | null;
     try {

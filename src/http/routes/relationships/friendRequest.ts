@@ -11,6 +11,7 @@ export default defineRoute({
   method: 'POST',
   path: '/users/friend',
   auth: 'user',
+  noBots: true,
   body: Body,
   async handler(rc) {
     // Stoat: without a `#` the lookup is not attempted (400 InvalidProperty).
