@@ -9,42 +9,13 @@
  */
 import { privateChannelPermissions } from '../src/access.ts';
 import type { PrivateChannelState } from '../src/domain/private/state.ts';
-import type { FileObject } from '../src/domain/shared.ts';
+import { publicWebhook, type WebhookState } from '../src/domain/webhook/state.ts';
 import { Permission } from '../src/permissions/bits.ts';
 import { has } from '../src/permissions/calculate.ts';
 import { recipientsOf } from '../src/domain/private/state.ts';
 import type { ServerState } from '../src/domain/server/state.ts';
 import { rm } from '../src/readmodel/keys.ts';
 import type { ClientEventRoute, Projection, ProjectionTx } from './types.ts';
-
-/** A stored webhook: Stoat's Webhook, with the token encrypted and its SHA-256, and the stream revision. */
-export interface WebhookState {
-  id: string;
-  name: string;
-  avatar?: FileObject;
-  creator_id: string;
-  channel_id: string;
-  /** Channel permission value (decimal string). */
-  permissions: string;
-  /** The token, encrypted under `ServiceSecrets.tokenKey`. */
-  token: string;
-  tokenHash: string;
-  /** Server of the channel; null for a group. */
-  server: string | null;
-  revision: number;
-}
-
-/** The webhook as clients see it in events (Stoat's Webhook without the token; `permissions` a number). */
-export function publicWebhook(w: WebhookState): Record<string, unknown> {
-  return {
-    id: w.id,
-    name: w.name,
-    ...(w.avatar ? { avatar: w.avatar } : {}),
-    creator_id: w.creator_id,
-    channel_id: w.channel_id,
-    permissions: Number(BigInt(w.permissions)),
-  };
-}
 
 /** Who hears of a webhook change: ManageWebhooks holders of the channel. */
 async function routeOf(tx: ProjectionTx, w: Pick<WebhookState, 'channel_id' | 'server'>): Promise<ClientEventRoute | null> {
