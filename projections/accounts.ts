@@ -51,6 +51,7 @@ export const accountsProjection: Projection = {
     'RecoveryCodeUsed',
     'UsernameChanged',
     'BotCreated',
+    'BotEdited',
     'BotTokenReset',
     'BotDeleted',
   ],
