@@ -140,6 +140,7 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['PATCH', '/webhooks/:webhook_id/:token', 'webhooks', 'webhook_id'],
   ['DELETE', '/webhooks/:webhook_id/:token', 'webhooks', 'webhook_id'],
   ['POST', '/webhooks/:webhook_id/:token', 'webhooks', 'webhook_id'],
+  ['POST', '/webhooks/:webhook_id/:token/github', 'webhooks', 'webhook_id'],
 ];
 
 t.test('every registered route falls in its bucket, keyed as the table says', async (t) => {

@@ -97,6 +97,42 @@ t.test('webhooks', async (t) => {
     t.match(await request(s.apiUrl, 'POST', `/webhooks/${hook.id}/${hook.token}`, { body: { content: 'x', flags: 4 } }), { status: 400, body: { type: 'IsNotBot' } });
   });
 
+  t.test("Stoat's GitHub adaptor: a push becomes one embed; ping posts nothing; unknown events and bad payloads are refused", async (t) => {
+    const gh = (event: string | undefined, body: unknown, token = hook.token) =>
+      request(s.apiUrl, 'POST', `/webhooks/${hook.id}/${token}/github`, { body, headers: event === undefined ? {} : { 'X-GitHub-Event': event }, skipOpenApi: true });
+    const sender = { login: 'octocat', avatar_url: 'https://avatars.example/o.png', html_url: 'https://github.com/octocat' };
+    const repository = { full_name: 'octo/repo', html_url: 'https://github.com/octo/repo' };
+    const before = (await plain.api.get(`/channels/${srv.general}/messages?limit=1`)).body[0]._id;
+    t.equal((await gh('ping', { zen: 'Keep it logically awesome.', hook_id: 1 })).status, 204);
+    t.equal((await plain.api.get(`/channels/${srv.general}/messages?limit=1`)).body[0]._id, before, 'ping: nothing posted');
+    const push = {
+      ref: 'refs/heads/main',
+      after: '0123456789abcdef0123456789abcdef01234567',
+      compare: 'https://github.com/octo/repo/compare/a...b',
+      forced: false,
+      commits: [{ id: 'abcdef0123456789', url: 'https://github.com/octo/repo/commit/abcdef0', message: 'Fix the build\n\nlong body', author: { name: 'Octo Cat' } }],
+      sender,
+      repository,
+    };
+    t.equal((await gh('push', push)).status, 204);
+    const [m] = (await plain.api.get(`/channels/${srv.general}/messages?limit=1`)).body;
+    t.equal(m.author, hook.id);
+    t.match(m.webhook, { name: 'CI' });
+    t.equal(m.embeds.length, 1);
+    t.match(m.embeds[0], { type: 'Text', title: 'octocat', url: 'https://github.com/octocat', icon_url: 'https://avatars.example/o.png', colour: '#279adc' });
+    // Stoat cuts a multi-line message's first line by three characters even when it is short (its `shorten_single_line_text`).
+    t.equal(m.embeds[0].description, '#### [[octo/repo:main] 1 new commit](https://github.com/octo/repo/compare/a...b)\n[`abcdef01`](https://github.com/octo/repo/commit/abcdef0) Fix the bu... - Octo Cat');
+    t.equal((await gh('star', { action: 'deleted', sender, repository })).status, 204, 'an unstarring posts nothing');
+    t.equal((await plain.api.get(`/channels/${srv.general}/messages?limit=1`)).body[0]._id, m._id);
+    t.equal((await gh('issues', { action: 'opened', issue: { number: 7, title: 'Bug', html_url: 'https://github.com/octo/repo/issues/7', body: 'x'.repeat(600) }, sender, repository })).status, 204);
+    const issue = (await plain.api.get(`/channels/${srv.general}/messages?limit=1`)).body[0];
+    t.ok(issue.embeds[0].description.endsWith('x'.repeat(447) + '...'), 'the body is cut to 450');
+    t.match(await gh('workflow_run', { sender, repository }), { status: 400, body: { type: 'InvalidOperation' } }, 'an event Stoat does not know');
+    t.match(await gh('push', { sender, repository }), { status: 400, body: { type: 'InvalidOperation' } }, 'a payload without its fields');
+    t.match(await gh(undefined, push), { status: 400, body: { type: 'FailedValidation' } }, 'no X-GitHub-Event');
+    t.match(await gh('push', push, 'wrong'), { status: 401, body: { type: 'NotAuthenticated' } });
+  });
+
   t.test('edit and events: WebhookUpdate to ManageWebhooks holders only', async (t) => {
     const from = plainWs.events.length;
     const r = await request(s.apiUrl, 'PATCH', `/webhooks/${hook.id}/${hook.token}`, { body: { name: 'CI bot', remove: ['Avatar'] } });

@@ -7,6 +7,7 @@ import webhookEditToken from './webhookEditToken.ts';
 import webhookExecute from './webhookExecute.ts';
 import webhookFetch from './webhookFetch.ts';
 import webhookFetchToken from './webhookFetchToken.ts';
+import webhookGithub from './webhookGithub.ts';
 import webhookList from './webhookList.ts';
 
-export default [webhookCreate, webhookList, webhookFetch, webhookFetchToken, webhookEdit, webhookEditToken, webhookDelete, webhookDeleteToken, webhookExecute];
+export default [webhookCreate, webhookList, webhookFetch, webhookFetchToken, webhookEdit, webhookEditToken, webhookDelete, webhookDeleteToken, webhookExecute, webhookGithub];
