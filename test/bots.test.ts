@@ -158,6 +158,15 @@ t.test('bots', async (t) => {
     t.equal(sent.status, 200);
     t.equal(sent.body.author, botId);
     t.equal(sent.body.flags, 4);
+    const unreads = await owner.api.get('/sync/unreads');
+    const mine = unreads.body.find((u: { _id: { channel: string } }) => u._id.channel === srv.general);
+    t.ok(mine?.mentions?.includes(sent.body._id), "the flag mentions everyone: it is in the owner's mentions");
+  });
+
+  t.test('nobody befriends a bot (IsBot)', async (t) => {
+    t.match(await other.api.put(`/users/${botId}/friend`), { status: 400, body: { type: 'IsBot' } });
+    const me = await asBot(token).get('/users/@me');
+    t.match(await other.api.post('/users/friend', { username: `${me.body.username}#${me.body.discriminator}` }), { status: 400, body: { type: 'IsBot' } });
   });
 
   t.test('the token is encrypted in the log; a reset revokes it and closes its sockets', async (t) => {
