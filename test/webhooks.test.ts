@@ -6,6 +6,7 @@
  * per-webhook rate-limit bucket, and rebuild equals live.
  */
 import t from 'tap';
+import { pino } from 'pino';
 import type { PersonalDataStore } from '../src/personal/store.ts';
 import { Permission as P } from '../src/permissions/bits.ts';
 import { BUCKET_LIMITS } from '../src/ratelimit/limiter.ts';
@@ -215,4 +216,23 @@ t.test('execute has its own bucket, per webhook', async (t) => {
   t.equal(over.status, 429, 'one more is refused');
   t.equal(over.headers.get('x-ratelimit-bucket'), 'webhooks');
   t.equal((await send(two.body)).status, 200, 'another webhook has its own budget');
+});
+
+t.test('tokens never reach the logs (debug level, every request logged)', async (t) => {
+  const lines: string[] = [];
+  const log = pino({ level: 'trace' }, { write: (l: string) => void lines.push(l) });
+  const s = await startTestService(t, { RATE_LIMITS: 'off' }, { log });
+  const owner = await signup(s);
+  const srv = await createServer(owner);
+  const bot = await owner.api.post('/bots/create', { name: `logbot${process.pid}` });
+  const hook = await owner.api.post(`/channels/${srv.general}/webhooks`, { name: 'log' });
+  t.equal((await request(s.apiUrl, 'GET', '/users/@me', { headers: { 'X-Bot-Token': bot.body.token } })).status, 200);
+  t.equal((await request(s.apiUrl, 'POST', `/webhooks/${hook.body.id}/${hook.body.token}`, { body: { content: 'x' } })).status, 200);
+  t.equal((await request(s.apiUrl, 'GET', `/webhooks/${hook.body.id}/${hook.body.token}`)).status, 200);
+  t.equal((await request(s.apiUrl, 'POST', `/webhooks/${hook.body.id}/${hook.body.token}/github`, { body: {}, headers: { 'X-GitHub-Event': 'ping' }, skipOpenApi: true })).status, 204);
+  await owner.api.patch(`/bots/${bot.body._id}`, { remove: ['Token'] });
+  const all = lines.join('');
+  t.ok(all.includes(`/webhooks/${hook.body.id}/:token`), 'the requests were logged');
+  t.notOk(all.includes(hook.body.token), 'no webhook token');
+  t.notOk(all.includes(bot.body.token), 'no bot token');
 });

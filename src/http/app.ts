@@ -32,6 +32,11 @@ const BOTLESS_PREFIXES = ['/auth/', '/onboard/'];
 /** Paths answered even while the read models are rebuilding. */
 const ALWAYS_SERVED = new Set(['/', '/ping']);
 
+/** The path as logged: a webhook token in it (`/webhooks/<id>/<token>…`) is replaced by `:token`. */
+export function withoutSecrets(path: string): string {
+  return path.replace(/^(\/(?:0\.8\/)?webhooks\/[^/]+\/)[^/]+/, '$1:token');
+}
+
 /** Request id, child logger, and one log line per request (never a token). */
 export function requestLog(deps: AppDeps): Koa.Middleware {
   return async function logRequests(ctx, next) {
@@ -45,7 +50,7 @@ export function requestLog(deps: AppDeps): Koa.Middleware {
       await next();
     } finally {
       const ms = Math.round((performance.now() - started) * 10) / 10;
-      const line = { method: ctx.method, path: ctx.path, status: ctx.status, ms };
+      const line = { method: ctx.method, path: withoutSecrets(ctx.path), status: ctx.status, ms };
       if (ctx.status >= 500) ctx.state.log.warn(line, 'request');
       else ctx.state.log.debug(line, 'request');
     }
