@@ -5,6 +5,11 @@ import { rm } from '../src/readmodel/keys.ts';
 import type { Projection } from './types.ts';
 import { own } from '../src/own.ts';
 
+/** The session id every request and socket of a bot carries (its token is its only session). */
+export function botSessionId(botId: string): string {
+  return `bot:${botId}`;
+}
+
 /** Session record looked up by token hash on every authenticated request. */
 export interface SessionRecord {
   sessionId: string;
@@ -48,6 +53,10 @@ export const accountsProjection: Projection = {
     'RecoveryCodeUsed',
     'UsernameChanged',
     'TotpCodeUsed',
+    'BotCreated',
+    'BotEdited',
+    'BotTokenReset',
+    'BotDeleted',
   ],
   async apply(e, tx) {
     if (!e.stream.startsWith('account-')) return;
@@ -72,6 +81,26 @@ export const accountsProjection: Projection = {
           tx.emit({ kind: 'user', userId }, { type: 'DeleteSession', user_id: userId, session_id: sessionId });
         }
         if (after.user) {
+          tx.setJson(rm.user(userId), after.user);
+          tx.emit({ kind: 'userPresence', userId }, {
+            type: 'UserUpdate',
+            id: userId,
+            data: { username: after.user.username, discriminator: after.user.discriminator, flags: after.user.flags },
+            clear: ['Avatar', 'StatusText', 'StatusPresence', 'ProfileContent', 'ProfileBackground', 'DisplayName'],
+          });
+        }
+        break;
+      case 'BotCreated':
+        tx.setJson(rm.botToken(e.data.tokenHash), { userId });
+        if (after.user) tx.setJson(rm.user(userId), after.user);
+        break;
+      case 'BotTokenReset':
+      case 'BotDeleted':
+        if (before?.bot) tx.del(rm.botToken(before.bot.tokenHash));
+        if (e.type === 'BotTokenReset') tx.setJson(rm.botToken(e.data.tokenHash), { userId });
+        // Internal to the gateway: the bot's sockets (all opened with the old token) get Logout and close.
+        tx.emit({ kind: 'user', userId }, { type: 'DeleteSession', user_id: userId, session_id: botSessionId(userId) });
+        if (e.type === 'BotDeleted' && after.user) {
           tx.setJson(rm.user(userId), after.user);
           tx.emit({ kind: 'userPresence', userId }, {
             type: 'UserUpdate',

@@ -36,6 +36,7 @@ import type { EmojiObject, InviteObject, MemberObject, ServerBanObject } from '.
 import type { MessageState } from '../src/domain/message/state.ts';
 import type { ServerState } from '../src/domain/server/state.ts';
 import { rm } from '../src/readmodel/keys.ts';
+import type { WebhookState } from '../src/domain/webhook/state.ts';
 import type { Projection, ProjectionTx } from './types.ts';
 
 /** Loads the state before the event that its entry needs; null when the server (or channel) is unknown. */
@@ -60,6 +61,7 @@ async function loadFacts(e: StoredEvent, tx: ProjectionTx): Promise<AuditFacts |
   if (needs.banId !== undefined) facts.ban = await tx.hgetJson<ServerBanObject>(rm.serverBans(serverId), needs.banId);
   if (needs.inviteCode !== undefined) facts.invite = await tx.getJson<InviteObject>(rm.invite(needs.inviteCode));
   if (needs.emojiId !== undefined) facts.emoji = await tx.hgetJson<EmojiObject>(rm.serverEmojis(serverId), needs.emojiId);
+  if (needs.webhookId !== undefined) facts.webhook = await tx.getJson<WebhookState>(rm.webhook(needs.webhookId));
   if (needs.messageId !== undefined && needs.channelId !== undefined) {
     facts.message = await tx.hgetJson<MessageState>(rm.channelMessages(needs.channelId), needs.messageId);
     if (isBulkDeletion(e)) facts.bulk = await collectBulk(e, tx, serverId, needs.channelId, facts.message);

@@ -17,12 +17,15 @@ import { unreadsProjection } from './unreads.ts';
 import { settingsProjection } from './settings.ts';
 import { relationshipsProjection } from './relationships.ts';
 import { privateChannelsProjection } from './privateChannels.ts';
+import { botsProjection } from './bots.ts';
+import { webhooksProjection } from './webhooks.ts';
 import type { Projection } from './types.ts';
 
 export const PROJECTIONS: readonly Projection[] = [
   auditProjection,
   // Before the projections keeping the state of the objects that use files (it reads their before-state).
   fileUsesProjection,
+  webhooksProjection,
   accountsProjection,
   serversProjection,
   channelsProjection,
@@ -35,4 +38,5 @@ export const PROJECTIONS: readonly Projection[] = [
   privateChannelsProjection,
   moderationProjection,
   voiceProjection,
+  botsProjection,
 ];

@@ -88,6 +88,8 @@ const schema = z
     GROUP_SIZE_LIMIT: z.coerce.number().int().min(2).max(10_000).default(100),
     /** Most pending outgoing friend requests per user (Stoat's `outgoing_friend_requests`, 10). */
     FRIEND_REQUEST_LIMIT: z.coerce.number().int().min(1).max(10_000).default(10),
+    /** Most bots one user may own (Stoat's default `bots` limit, 5). */
+    BOT_LIMIT: z.coerce.number().int().min(0).max(1_000).default(5),
     RATE_LIMITS: z.enum(['on', 'off']).default('on'),
     VOICE_ENABLED: bool.default(false),
     LIVEKIT_URL: livekitUrl.optional(),
@@ -256,6 +258,8 @@ export interface Config {
   groupSizeLimit: number;
   /** FRIEND_REQUEST_LIMIT: most pending outgoing friend requests. */
   friendRequestLimit: number;
+  /** BOT_LIMIT: most bots one user may own. */
+  botLimit: number;
   rateLimits: boolean;
   /** Voice through LiveKit (DESIGN §4 "voice"): the three LiveKit settings exist exactly when it is enabled. */
   voice: VoiceConfig;
@@ -429,6 +433,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     serverChannelLimit: c.SERVER_CHANNEL_LIMIT,
     groupSizeLimit: c.GROUP_SIZE_LIMIT,
     friendRequestLimit: c.FRIEND_REQUEST_LIMIT,
+    botLimit: c.BOT_LIMIT,
     rateLimits: c.RATE_LIMITS === 'on',
     voice: voiceConfig(c),
     logLevel: c.LOG_LEVEL,

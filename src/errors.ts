@@ -36,6 +36,8 @@ export type ErrorBody =
   | { type: 'CannotTimeoutYourself' }
   | { type: 'IsBot' }
   | { type: 'IsNotBot' }
+  | { type: 'ReachedMaximumBots' }
+  | { type: 'BotIsPrivate' }
   | { type: 'MissingPermission'; permission: string }
   | { type: 'MissingUserPermission'; permission: string }
   | { type: 'NotElevated' }
@@ -123,6 +125,8 @@ export const ERROR_STATUS = {
   CannotTimeoutYourself: 400,
   IsBot: 400,
   IsNotBot: 400,
+  ReachedMaximumBots: 400,
+  BotIsPrivate: 403,
   MissingPermission: 403,
   MissingUserPermission: 403,
   NotElevated: 403,

@@ -17,6 +17,8 @@ import { relationshipEvents } from './relationship/events.ts';
 import { privateChannelEvents } from './private/events.ts';
 import { moderationEvents } from './moderation/events.ts';
 import { voiceEvents } from './voice/events.ts';
+import { botEvents } from './bot/events.ts';
+import { webhookEvents } from './webhook/events.ts';
 
 /** Every event schema by type name. Add an aggregate's schemas here. */
 export const EVENT_SCHEMAS = {
@@ -31,6 +33,8 @@ export const EVENT_SCHEMAS = {
   ...privateChannelEvents,
   ...moderationEvents,
   ...voiceEvents,
+  ...botEvents,
+  ...webhookEvents,
 } as const satisfies Record<string, z.ZodType>;
 
 /** Name of every event type. */

@@ -150,6 +150,13 @@ export class FactsCache {
     return has(channelPermissionsOf(facts.server, userId, member, channel, nowMs), Permission.ViewChannel);
   }
 
+  /** Whether `userId` holds `bit` in the channel (false for a missing channel or member). */
+  holds(facts: ServerFacts, userId: string, member: MemberObject | null, channelId: string, bit: bigint, nowMs: number): boolean {
+    const channel = facts.channels.get(channelId);
+    if (!channel || !member) return false;
+    return has(channelPermissionsOf(facts.server, userId, member, channel, nowMs), bit);
+  }
+
   /** The ids of the server's channels `userId` may view, in the server's order. */
   visibleIds(facts: ServerFacts, userId: string, member: MemberObject | null, nowMs: number): string[] {
     return facts.server.channels.filter((id) => this.canView(facts, userId, member, id, nowMs));

@@ -20,6 +20,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { SessionRecord } from '../../projections/accounts.ts';
 import { hashToken } from '../domain/account/secrets.ts';
+import { resolveBotToken } from '../users/botToken.ts';
 import { controlKeys, rm } from '../readmodel/keys.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
 import { Hub } from './hub.ts';
@@ -168,7 +169,12 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       // (which a client takes as a logout); the client reconnects with backoff.
       if (!(await o.readModels.serving())) return fail(s, { type: 'InternalError', at: 'Ready' }, 'error');
       if (s.isClosed()) return;
-      const session = token.length <= 256 ? await o.readModels.getJson<SessionRecord>(rm.session(hashToken(token))) : null;
+      // A session token or a bot token (Stoat's bonfire takes either in the same field).
+      let session = token.length <= 256 ? await o.readModels.getJson<SessionRecord>(rm.session(hashToken(token))) : null;
+      if (!session && token.length <= 256) {
+        const bot = await resolveBotToken({ readModels: o.readModels }, token);
+        if (bot) session = { sessionId: bot.sessionId, userId: bot.userId, name: 'bot', onboarded: true };
+      }
       if (s.isClosed()) return;
       if (!session) return fail(s, { type: 'InvalidSession' });
       let mine = 0;

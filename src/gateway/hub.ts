@@ -34,6 +34,10 @@ import type { RelationsState } from '../domain/relationship/state.ts';
 import { CLIENT_EVENT_TYPES, INTERNAL_EVENT_TYPES } from './protocol.ts';
 import type { GatewaySocket, QueuedEvent } from './socket.ts';
 import { profileForOthers } from '../http/routes/users/present.ts';
+import { Permission } from '../permissions/bits.ts';
+
+/** Client events about webhooks: delivered in a server channel only to sockets holding ManageWebhooks there. */
+const WEBHOOK_EVENTS: ReadonlySet<string> = new Set(['WebhookCreate', 'WebhookUpdate', 'WebhookDelete']);
 
 /** A client event with what the dispatcher worked out once for all sockets. */
 interface Dispatched extends QueuedEvent {
@@ -412,6 +416,11 @@ export class Hub {
       return;
     }
     if (!s.sees(serverId, channelId)) return;
+    if (WEBHOOK_EVENTS.has(p.type)) {
+      // Webhooks are for those who manage them (Stoat shows them with ManageWebhooks only).
+      const facts = await this.facts.get(serverId);
+      if (!facts || !this.facts.holds(facts, s.userId, await this.facts.member(facts, s.userId), channelId, Permission.ManageWebhooks, this.o.now())) return;
+    }
     const personal = personalise(p, s);
     if (personal === p) s.sendText(textOf(ev));
     else s.send(personal);

@@ -52,6 +52,9 @@ export function errorFrame(data: GatewayError): Record<string, unknown> {
  */
 export const CLIENT_EVENT_TYPES: ReadonlySet<string> = new Set([
   'Bulk',
+  'WebhookCreate',
+  'WebhookUpdate',
+  'WebhookDelete',
   'Message',
   'MessageUpdate',
   'MessageAppend',

@@ -13,6 +13,7 @@ import cors from '@koa/cors';
 import type { z } from 'zod';
 import { AppError, unavailable } from '../errors.ts';
 import { hashToken } from '../domain/account/secrets.ts';
+import { resolveBotToken } from '../users/botToken.ts';
 import { rm } from '../readmodel/keys.ts';
 import type { SessionRecord } from '../../projections/accounts.ts';
 import type { AppDeps } from './deps.ts';
@@ -25,8 +26,16 @@ import { paramsValid } from './params.ts';
 import { NO_CONTENT, type AnyRoute, type Caller } from './route.ts';
 import { httpMetrics } from '../metrics/http.ts';
 
+/** Routes of accounts and sessions: a bot token is no session there. */
+const BOTLESS_PREFIXES = ['/auth/', '/onboard/'];
+
 /** Paths answered even while the read models are rebuilding. */
 const ALWAYS_SERVED = new Set(['/', '/ping']);
+
+/** The path as logged: a webhook token in it (`/webhooks/<id>/<token>…`) is replaced by `:token`. */
+export function withoutSecrets(path: string): string {
+  return path.replace(/^(\/(?:0\.8\/)?webhooks\/[^/]+\/)[^/]+/, '$1:token');
+}
 
 /** Request id, child logger, and one log line per request (never a token). */
 export function requestLog(deps: AppDeps): Koa.Middleware {
@@ -41,7 +50,7 @@ export function requestLog(deps: AppDeps): Koa.Middleware {
       await next();
     } finally {
       const ms = Math.round((performance.now() - started) * 10) / 10;
-      const line = { method: ctx.method, path: ctx.path, status: ctx.status, ms };
+      const line = { method: ctx.method, path: withoutSecrets(ctx.path), status: ctx.status, ms };
       if (ctx.status >= 500) ctx.state.log.warn(line, 'request');
       else ctx.state.log.debug(line, 'request');
     }
@@ -63,6 +72,18 @@ export function corsMiddleware(): Koa.Middleware {
 export async function resolveSession(ctx: Koa.Context, deps: Pick<AppDeps, 'readModels'>): Promise<void> {
   if (ctx.state.sessionResolved) return;
   ctx.state.sessionResolved = true;
+  // Stoat reads `X-Bot-Token` first: when it is sent, the session header is not looked at.
+  const botToken = ctx.get('X-Bot-Token');
+  if (botToken) {
+    const bot = botToken.length > 256 ? null : await resolveBotToken(deps, botToken);
+    if (!bot) {
+      ctx.state.invalidSession = true;
+      return;
+    }
+    ctx.state.caller = bot;
+    ctx.state.onboarded = true;
+    return;
+  }
   const token = ctx.get('X-Session-Token');
   if (!token) return;
   if (token.length > 256) {
@@ -157,7 +178,14 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[], deps: A
         ctx.request.body = rawBody;
       }
       if (!(route.unmetered && (await route.unmetered(ctx, deps)))) countRequest(ctx, deps.limiter, route.path);
-      const caller = await requireCaller(ctx, deps, route.auth);
+      let caller = await requireCaller(ctx, deps, route.auth);
+      if (caller?.bot) {
+        // Accounts, sessions, MFA and onboarding take a session only (Stoat's authifier never reads X-Bot-Token).
+        if (route.auth === 'session' || BOTLESS_PREFIXES.some((p) => route.path.startsWith(p))) {
+          if (route.auth !== 'none') throw new AppError({ type: 'NotAuthenticated' });
+          caller = undefined;
+        } else if (route.noBots) throw new AppError({ type: 'IsBot' });
+      }
       const requestId = ctx.state.requestId as string;
       if (route.body !== undefined && rawBody === undefined) {
         rawBody = await readJsonBody(ctx);

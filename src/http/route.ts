@@ -19,6 +19,8 @@ export interface Caller {
   sessionId: string;
   /** The SHA-256 of the token (for revocation checks). */
   tokenHash: string;
+  /** Present when the caller is a bot (authenticated by `X-Bot-Token`): its owner. */
+  bot?: { owner: string };
 }
 
 /** What a handler receives. */
@@ -60,6 +62,8 @@ export interface RouteDef<B = unknown, Q = unknown> {
   params?: Readonly<Record<string, ParamForm>>;
   /** Query schema (strings; stoat.js appends `?` and sends booleans as strings). */
   query?: z.ZodType<Q>;
+  /** Stoat refuses bots here (400 `IsBot`, after authentication): creating servers, friend requests, acks … */
+  noBots?: boolean;
   /** The permission bits this route may check (documentation; the authorization suite reads it). */
   permissions?: readonly string[];
   /**

@@ -21,6 +21,8 @@
  * | any other `/channels/:id` and anything under it (edit, delete, reads, message edit/delete, pins, reactions, join_call, invites, …) | `channels` | 15 | that channel id |
  * | `/channels/create`, `/servers/<literal>` other than create, everything else | `catch-all` | 20 | `METHOD pattern` |
  * | `GET /users/:id/default_avatar` (Stoat's bucket)     | `default_avatar` | 255     | `GET /users/:user_id/default_avatar` |
+ * | anything under `/bots` (Stoat's bucket)               | `bots`      | 10           | the caller                  |
+ * | anything under `/webhooks/:webhook_id` (execute, token routes, edits) | `webhooks` | 10 | that webhook id       |
  * | unmatched paths (the caller passes pattern `*`)      | `catch-all` | 20           | `METHOD *`                  |
  * | media server uploads (the caller passes the concrete `/attachments`, `/icons`, …) | `catch-all` | 20 | `POST /attachments` … |
  * | `GET /proxy` (media server image proxy)              | `proxy`     | 120          | `GET /proxy` (per caller)   |
@@ -41,6 +43,10 @@ export const BUCKET_LIMITS = {
   default_avatar: 255,
   /** The media server's image proxy: a page of link previews loads many images at once. */
   proxy: 120,
+  /** Stoat's `bots` bucket: everything under /bots, per caller. */
+  bots: 10,
+  /** Everything under /webhooks/:id (execute included), per webhook: a leaked token cannot flood a channel faster. */
+  webhooks: 10,
 } as const;
 
 /** Name of a rate-limit bucket. */
@@ -229,6 +235,11 @@ export function classify(
     }
   } else if (m === 'GET' && path === '/proxy') {
     return { bucket: 'proxy', resource: `${m} ${pattern}` };
+  } else if (segments[0] === '' && root === 'bots') {
+    return { bucket: 'bots', resource: callerKey };
+  } else if (segments[0] === '' && root === 'webhooks' && segments.length >= 3) {
+    const id = paramValue(segments[2] ?? '', params);
+    if (id !== undefined) return { bucket: 'webhooks', resource: id };
   } else if (m === 'GET' && path === '/users/:user_id/default_avatar') {
     return { bucket: 'default_avatar', resource: `${m} ${pattern}` };
   } else if (m === 'PUT' && path.startsWith('/custom/emoji/:') && segments.length === 4) {

@@ -187,4 +187,13 @@ export const rm = {
 
   /** ServerVoiceState JSON: who is in which voice channel of the server, with the `voice-<id>` revision (projection `voice`). */
   serverVoice: (serverId: string) => `voice:${serverId}`,
+
+  /** `{userId}` of the bot whose token has this SHA-256 (projection `accounts`). */
+  botToken: (tokenHash: string) => `bottoken:${tokenHash}`,
+  /** `{ids, revision}` JSON: the bots a user owns and the `bots-<owner>` revision (projection `bots`). */
+  ownedBots: (ownerId: string) => `bots:${ownerId}`,
+  /** WebhookState JSON (projection `webhooks`). */
+  webhook: (webhookId: string) => `webhook:${webhookId}`,
+  /** Set of the ids of a channel's webhooks (projection `webhooks`). */
+  channelWebhooks: (channelId: string) => `channel:${channelId}:webhooks`,
 };

@@ -607,6 +607,59 @@ const RECIPES: Record<string, Variant[]> = {
       },
     },
   ],
+  // ---- bots and webhooks (issue 22) ------------------------------------------------------------------------------
+  'POST /bots/:target/invite': [
+    {
+      bit: 'ManageServer',
+      what: 'invite a public bot',
+      ok: 204,
+      request: async (x, a) => {
+        const maker = await signup(x.s);
+        const bot = await maker.api.post('/bots/create', { name: `authzbot${newId().slice(-8).toLowerCase()}` });
+        await maker.api.patch(`/bots/${bot.body._id}`, { public: true });
+        return () => a.api.post(`/bots/${bot.body._id}/invite`, { server: x.serverId });
+      },
+    },
+  ],
+  'POST /channels/:channel_id/webhooks': [
+    { bit: 'ManageWebhooks', what: 'create webhook', ok: 200, request: async (x, a) => () => a.api.post(`/channels/${x.channel}/webhooks`, { name: 'hook' }) },
+  ],
+  'GET /channels/:channel_id/webhooks': [
+    { bit: 'ManageWebhooks', what: 'list webhooks', ok: 200, request: async (x, a) => () => a.api.get(`/channels/${x.channel}/webhooks`) },
+  ],
+  'GET /webhooks/:webhook_id': [
+    {
+      bit: 'ManageWebhooks',
+      what: 'fetch webhook',
+      ok: 200,
+      request: async (x, a) => {
+        const w = await x.owner.api.post(`/channels/${x.channel}/webhooks`, { name: 'hook' });
+        return () => a.api.get(`/webhooks/${w.body.id}`);
+      },
+    },
+  ],
+  'PATCH /webhooks/:webhook_id': [
+    {
+      bit: 'ManageWebhooks',
+      what: 'edit webhook',
+      ok: 200,
+      request: async (x, a) => {
+        const w = await x.owner.api.post(`/channels/${x.channel}/webhooks`, { name: 'hook' });
+        return () => a.api.patch(`/webhooks/${w.body.id}`, { name: 'renamed' });
+      },
+    },
+  ],
+  'DELETE /webhooks/:webhook_id': [
+    {
+      bit: 'ManageWebhooks',
+      what: 'delete webhook',
+      ok: 204,
+      request: async (x, a) => {
+        const w = await x.owner.api.post(`/channels/${x.channel}/webhooks`, { name: 'hook' });
+        return () => a.api.del(`/webhooks/${w.body.id}`);
+      },
+    },
+  ],
 };
 
 const keyOf = (r: { method: string; path: string }) => `${r.method} ${r.path}`;

@@ -117,7 +117,14 @@ t.test('fuzzing every route', async (t) => {
   await until('admin granted', async () => (await s.readModels.hgetJson('instance:staff', owner.userId)) === 'admin');
   await member.api.post('/safety/report', { content: { type: 'Message', id: message.body._id, report_reason: 'SpamAbuse' } });
   const reportId = (await owner.api.get('/admin/reports')).body[0]._id as string;
+  // A bot and a webhook of the owner's (issue 22): their ids, and the webhook's token and a wrong one.
+  const bot = (await owner.api.post('/bots/create', { name: 'fuzzbot' })).body._id as string;
+  const hook = (await owner.api.post(`/channels/${channelId}/webhooks`, { name: 'fuzz' })).body as { id: string; token: string };
   const fixture: Record<string, string[]> = {
+    bot: [bot],
+    target: [bot, '@me'],
+    webhook_id: [hook.id],
+    token: [hook.token, 'not-the-token'],
     server_id: [serverId],
     channel_id: [channelId, dm, group, notes],
     role_id: [role.body.id],

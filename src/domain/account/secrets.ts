@@ -76,12 +76,14 @@ export interface ServiceSecrets {
   totpKey: Buffer;
   /** Keys the email digests (`emailKeyOf`). */
   emailLookupKey: Buffer;
+  /** Encrypts bot and webhook tokens at rest (in the log and the read models). */
+  tokenKey: Buffer;
 }
 
 /** Derives the service keys from the master secret (HKDF-SHA256, one label per purpose). */
 export function deriveSecrets(master: Buffer): ServiceSecrets {
   const derive = (label: string) => Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), `stoatish:${label}`, 32));
-  return { totpKey: derive('secrets-at-rest'), emailLookupKey: derive('email-lookup') };
+  return { totpKey: derive('secrets-at-rest'), emailLookupKey: derive('email-lookup'), tokenKey: derive('tokens-at-rest') };
 }
 
 /**

@@ -34,6 +34,8 @@ export interface AccountState {
   totp?: { status: 'Pending' | 'Enabled'; secret: string; lastStep?: number } | null;
   /** Recovery codes (the list encrypted under the configured key) and the indexes used up. */
   recovery?: { codes: string; used: number[] } | null;
+  /** Present when the account is a bot's user: its settings and token (encrypted). */
+  bot?: BotState;
   /** Revision of the `account-<id>` stream this state reflects. */
   revision: number;
 }
@@ -43,6 +45,17 @@ export interface PushSubscription {
   endpoint: string;
   p256dh: string;
   auth: string;
+}
+
+/** Stoat's Bot (without `_id`, which is the account's user id); `token` encrypted under the configured key. */
+export interface BotState {
+  owner: string;
+  token: string;
+  tokenHash: string;
+  public: boolean;
+  analytics: boolean;
+  discoverable: boolean;
+  interactions_url?: string;
 }
 
 /** A mailed token, kept only as its SHA-256, with its expiry (ISO). */
@@ -76,6 +89,8 @@ export interface UserProfile {
   profile?: { content?: string; background?: FileObject };
   badges?: number;
   flags?: number;
+  /** Present on a bot's user: who owns it. */
+  bot?: { owner: string };
 }
 
 /** Stoat's user flag of a deleted account. */
@@ -94,6 +109,20 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
       sessions: {},
       user: null,
       ...(e.data.emailKey !== undefined ? { emailKey: e.data.emailKey } : {}),
+      revision,
+    };
+  }
+  if (e.type === 'BotCreated') {
+    const userId = e.data.id;
+    return {
+      userId,
+      email: '',
+      passwordHash: '',
+      attempts: 0,
+      lockedUntil: null,
+      sessions: {},
+      user: { _id: userId, username: e.data.username, discriminator: e.data.discriminator, bot: { owner: e.data.owner } },
+      bot: { owner: e.data.owner, token: e.data.token, tokenHash: e.data.tokenHash, public: false, analytics: false, discoverable: false },
       revision,
     };
   }
@@ -181,6 +210,24 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
         deleted: true,
         revision,
       };
+    case 'BotEdited': {
+      if (!s.bot) return s;
+      const b: BotState = { ...s.bot };
+      if (e.data.remove.includes('InteractionsURL')) delete b.interactions_url;
+      if (e.data.public !== undefined) b.public = e.data.public;
+      if (e.data.analytics !== undefined) b.analytics = e.data.analytics;
+      if (e.data.interactions_url !== undefined) b.interactions_url = e.data.interactions_url;
+      s.bot = b;
+      return s;
+    }
+    case 'BotTokenReset':
+      if (s.bot) s.bot = { ...s.bot, token: e.data.token, tokenHash: e.data.tokenHash };
+      return s;
+    case 'BotDeleted': {
+      // Stoat marks the bot's user deleted; the id stays (messages keep their author).
+      const { bot: _gone, ...rest } = s;
+      return { ...rest, user: s.user ? { _id: s.userId, username: 'Deleted User', discriminator: '0000', flags: (s.user.flags ?? 0) | USER_FLAG_DELETED } : null, disabled: true, deleted: true };
+    }
     case 'MfaTicketCreated': {
       const tickets = { ...(s.tickets ?? {}), [e.data.ticketId]: { tokenHash: e.data.tokenHash, validated: e.data.validated, authorised: e.data.authorised, expiresAt: e.data.expiresAt } };
       const ids = Object.keys(tickets).sort();

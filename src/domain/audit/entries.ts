@@ -39,6 +39,7 @@ import type { EmojiObject, InviteObject, MemberObject, RoleObject, ServerBanObje
 import { evolveMessage, type MessageState } from '../message/state.ts';
 import { evolveMember, evolveServer, type ServerState } from '../server/state.ts';
 import { own, setOwn } from '../../own.ts';
+import type { WebhookState } from '../webhook/state.ts';
 
 /** Every action an entry can record (the `action` query filter accepts exactly these). */
 export const AUDIT_ACTIONS = [
@@ -68,13 +69,17 @@ export const AUDIT_ACTIONS = [
   'MessageUnpin',
   'ReactionRemove',
   'ReactionsClear',
+  'BotAdd',
+  'WebhookCreate',
+  'WebhookEdit',
+  'WebhookDelete',
 ] as const;
 
 /** One audited action. */
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** What an entry is about. */
-export type AuditTargetType = 'Server' | 'Channel' | 'Role' | 'User' | 'Invite' | 'Emoji' | 'Message';
+export type AuditTargetType = 'Server' | 'Channel' | 'Role' | 'User' | 'Invite' | 'Emoji' | 'Message' | 'Webhook';
 
 /** The before and after value of one field; a side is omitted when the field had no value. */
 export interface AuditChange {
@@ -153,6 +158,10 @@ export const AUDITED_EVENT_TYPES = [
   'MessageUnreacted',
   'MessageReactionRemoved',
   'MessageReactionsCleared',
+  'MemberJoined',
+  'WebhookCreated',
+  'WebhookEdited',
+  'WebhookDeleted',
 ] as const satisfies readonly StoredEvent['type'][];
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -190,6 +199,8 @@ export interface AuditFacts {
   message?: MessageState | null;
   /** The messages of a bulk delete with their authors, in the bulk's order (its last `MessageDeleted`). */
   bulk?: Array<{ _id: string; author: string }>;
+  /** The webhook before the event (`WebhookEdited`, `WebhookDeleted`). */
+  webhook?: WebhookState | null;
 }
 
 /** Which facts an event needs loaded: the server id, and the ids of the other objects it reads. */
@@ -203,6 +214,8 @@ export interface AuditNeeds {
   emojiId?: string;
   /** Message id (message-stream events; the channel is `channelId`). */
   messageId?: string;
+  /** Webhook id (webhook-stream events). */
+  webhookId?: string;
 }
 
 /** The facts an audited event needs, or null when the event type gives no entry. */
@@ -245,6 +258,14 @@ export function auditNeeds(e: StoredEvent): AuditNeeds | null {
     case 'MessageReactionRemoved':
     case 'MessageReactionsCleared':
       return { channelId: e.data.channel, messageId: e.stream.slice('message-'.length) };
+    case 'MemberJoined':
+      // Only a bot invite (`by`) is audited; joins through invites are not (Stoat).
+      return e.data.by !== undefined ? { serverId } : null;
+    case 'WebhookCreated':
+      return { channelId: e.data.channel_id };
+    case 'WebhookEdited':
+    case 'WebhookDeleted':
+      return { channelId: e.data.channel_id, webhookId: e.stream.slice('webhook-'.length) };
     default:
       return null;
   }
@@ -498,6 +519,32 @@ export function auditEntryOf(e: StoredEvent, facts: AuditFacts): AuditEntry | nu
       if (e.type === 'MessageUnreacted') context.user = e.data.userId;
       const action = e.type === 'MessageReactionsCleared' ? 'ReactionsClear' : 'ReactionRemove';
       return entry(action, { type: 'Message', id: m._id }, { reactions: { before: reactionsOf(m, emojis), after: reactionsOf(after, emojis) } }, context);
+    }
+    case 'MemberJoined':
+      if (e.data.by === undefined) return null;
+      return entry('BotAdd', { type: 'User', id: e.data.member._id.user }, {});
+    case 'WebhookCreated': {
+      const w = e.data;
+      const changes: Record<string, AuditChange> = { name: { after: w.name }, channel_id: { after: w.channel_id }, permissions: { after: Number(BigInt(w.permissions)) } };
+      if (w.avatar) changes.avatar = { after: w.avatar._id };
+      return entry('WebhookCreate', { type: 'Webhook', id: w.id }, changes, { channel: w.channel_id });
+    }
+    case 'WebhookEdited': {
+      const w = facts.webhook;
+      if (!w) return null;
+      const changes: Record<string, AuditChange> = {};
+      const pair = (before: unknown, after: unknown): AuditChange => ({ ...(before !== undefined ? { before } : {}), ...(after !== undefined ? { after } : {}) });
+      if (e.data.name !== undefined) changes.name = pair(w.name, e.data.name);
+      if (e.data.permissions !== undefined) changes.permissions = pair(Number(BigInt(w.permissions)), Number(BigInt(e.data.permissions)));
+      if (e.data.avatar !== undefined || e.data.remove.includes('Avatar')) changes.avatar = pair(w.avatar?._id, e.data.avatar?._id);
+      return entry('WebhookEdit', { type: 'Webhook', id: w.id }, changes, { channel: w.channel_id });
+    }
+    case 'WebhookDeleted': {
+      const w = facts.webhook;
+      if (!w) return null;
+      const changes: Record<string, AuditChange> = { name: { before: w.name }, channel_id: { before: w.channel_id }, permissions: { before: Number(BigInt(w.permissions)) } };
+      if (w.avatar) changes.avatar = { before: w.avatar._id };
+      return entry('WebhookDelete', { type: 'Webhook', id: w.id }, changes, { channel: w.channel_id, creator: w.creator_id });
     }
     default:
       return null;

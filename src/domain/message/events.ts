@@ -125,6 +125,8 @@ export const MessageObject = z.object({
   replies: z.array(z.string()).optional(),
   interactions: InteractionsObject.optional(),
   masquerade: MasqueradeObject.optional(),
+  /** Set on a message a webhook sent (`author` is the webhook id): its name and avatar (file id) at the time. */
+  webhook: z.object({ name: z.string(), avatar: z.string().optional() }).optional(),
   /** Message flags (Revolt: 2 SuppressNotifications, 4 MentionsEveryone, 8 MentionsOnline); omitted when 0. */
   flags: z.number().int().positive().optional(),
 });

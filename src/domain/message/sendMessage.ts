@@ -71,6 +71,8 @@ export interface SendMessage {
   masquerade?: MasqueradeObject | undefined;
   interactions?: { reactions?: string[] | undefined; restrict_reactions?: boolean | undefined } | undefined;
   flags?: number | undefined;
+  /** The sender is a bot: only bots may set the mention flags (Stoat). */
+  bot?: boolean | undefined;
 }
 
 /** Facts the route resolved for a send. */
@@ -168,8 +170,8 @@ export function checkSendMessage(cmd: SendMessage, permissions: bigint): void {
   }
   if (cmd.flags !== undefined) {
     if (cmd.flags > CLIENT_FLAGS_MAX) throw new AppError({ type: 'InvalidProperty' });
-    // The mention flags are for bots; this service has none.
-    if ((cmd.flags & FLAG_MENTIONS_EVERYONE) !== 0) throw new AppError({ type: 'IsNotBot' });
+    // The mention flags are for bots (Stoat); a bot's `@everyone` flag needs MentionEveryone like the text.
+    if ((cmd.flags & FLAG_MENTIONS_EVERYONE) !== 0 && cmd.bot !== true) throw new AppError({ type: 'IsNotBot' });
   }
   if (cmd.interactions?.restrict_reactions === true && interactionReactions.length === 0) throw new AppError({ type: 'InvalidProperty' });
   if (cmd.replies.length > MESSAGE_LIMITS.replies) throw new AppError({ type: 'TooManyReplies', max: MESSAGE_LIMITS.replies });
@@ -188,6 +190,7 @@ export function decideSendMessage(cmd: SendMessage, facts: SendFacts): DomainEve
   }
 
   const parsed = cmd.content === undefined ? { users: [], roles: [], everyone: false, online: false } : parseMentions(cmd.content);
+  if (cmd.bot === true && ((cmd.flags ?? 0) & FLAG_MENTIONS_EVERYONE) !== 0) parsed.everyone = true;
   if (parsed.everyone || parsed.online) requirePermission(facts.permissions, Permission.MentionEveryone);
   const roleMentions = parsed.roles.filter((id) => facts.roles.has(id));
   if (roleMentions.length > 0) requirePermission(facts.permissions, Permission.MentionRoles);

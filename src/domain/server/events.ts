@@ -90,6 +90,8 @@ export const serverEvents = {
     member: MemberObject,
     /** The invite code used, if any. */
     invite: z.string().optional(),
+    /** The user who added the member: a bot invited by its owner or a server manager (`POST /bots/:id/invite`). */
+    by: z.string().optional(),
   }),
   /** Member fields changed; `remove` cleared fields first. */
   MemberEdited: z.object({

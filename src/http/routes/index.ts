@@ -19,5 +19,7 @@ import groups from './groups/index.ts';
 import safety from './safety/index.ts';
 import admin from './admin/index.ts';
 import livekit from './livekit/index.ts';
+import bots from './bots/index.ts';
+import webhooks from './webhooks/index.ts';
 
-export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa, ...relationships, ...dms, ...groups, ...search, ...safety, ...admin, ...livekit, ...push];
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa, ...relationships, ...dms, ...groups, ...search, ...safety, ...admin, ...livekit, ...push, ...bots, ...webhooks];

@@ -11,6 +11,7 @@ export default defineRoute({
   method: 'PUT',
   path: '/channels/:channel_id/ack/:message_id',
   auth: 'user',
+  noBots: true,
   permissions: ['ViewChannel'],
   async handler(rc) {
     const { deps, caller } = rc;

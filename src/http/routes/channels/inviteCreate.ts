@@ -13,6 +13,7 @@ export default defineRoute({
   method: 'POST',
   path: '/channels/:channel_id/invites',
   auth: 'user',
+  noBots: true,
   permissions: ['ViewChannel', 'InviteOthers'],
   async handler(rc) {
     const { deps } = rc;

@@ -28,6 +28,7 @@ export default defineRoute({
   method: 'POST',
   path: '/channels/:channel_id/join_call',
   auth: 'user',
+  noBots: true,
   body: Body,
   permissions: ['Connect'],
   async handler({ deps, caller, params, body }) {

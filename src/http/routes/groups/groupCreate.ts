@@ -24,6 +24,7 @@ export default defineRoute({
   method: 'POST',
   path: '/channels/create',
   auth: 'user',
+  noBots: true,
   body: Body,
   async handler(rc) {
     const { deps, body } = rc;

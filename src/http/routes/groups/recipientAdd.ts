@@ -11,6 +11,7 @@ export default defineRoute({
   method: 'PUT',
   path: '/channels/:channel_id/recipients/:user_id',
   auth: 'user',
+  noBots: true,
   async handler(rc) {
     const userId = rc.params.user_id!;
     await onPrivateChannel(rc, rc.params.channel_id!, async (a) => {

@@ -9,6 +9,7 @@ export default defineRoute({
   method: 'DELETE',
   path: '/channels/:channel_id/recipients/:user_id',
   auth: 'user',
+  noBots: true,
   async handler(rc) {
     const userId = rc.params.user_id!;
     await onPrivateChannel(rc, rc.params.channel_id!, async (a) => {

@@ -15,6 +15,7 @@ export default defineRoute({
   method: 'POST',
   path: '/invites/:code',
   auth: 'user',
+  noBots: true,
   async handler(rc) {
     const { deps, caller, meta, params } = rc;
     const invite = await loadInvite(deps, params.code!);

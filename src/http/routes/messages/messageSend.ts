@@ -73,7 +73,8 @@ async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage, all
       canView,
       files: claimed.files,
       emojis: new Set(access.kind === 'server' ? (access.server.emojis ?? []) : []),
-      audience: await loadAudience(deps, access, parsed),
+      // A bot's `@everyone` flag (4) mentions like the text does.
+      audience: await loadAudience(deps, access, cmd.bot === true && ((cmd.flags ?? 0) & 4) !== 0 ? { users: [], roles: [], online: false, ...parsed, everyone: true } : parsed),
     });
     const message = { stream: messageStream(cmd.messageId), scope: access.scope, expected: 'no_stream' as const, events };
     return { writes: [message, ...claimed.writes, ...avatarWrites], result: access.kind === 'server' ? access.server._id : null };
@@ -116,6 +117,7 @@ export default defineRoute({
         ? { reactions: body.interactions.reactions ?? undefined, restrict_reactions: body.interactions.restrict_reactions ?? undefined }
         : undefined,
       flags: body.flags ?? undefined,
+      ...(caller.bot ? { bot: true } : {}),
     };
     let serverId: string | null;
     const allowed = { embeds: false };

@@ -7,6 +7,7 @@ export default defineRoute({
   method: 'DELETE',
   path: '/users/:user_id/friend',
   auth: 'user',
+  noBots: true,
   async handler(rc) {
     const target = await loadTargetUser(rc, rc.params.user_id!);
     await changeRelationship(rc, target._id, decideRemoveFriend);

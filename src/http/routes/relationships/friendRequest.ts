@@ -11,6 +11,7 @@ export default defineRoute({
   method: 'POST',
   path: '/users/friend',
   auth: 'user',
+  noBots: true,
   body: Body,
   async handler(rc) {
     // Stoat: without a `#` the lookup is not attempted (400 InvalidProperty).
@@ -25,6 +26,8 @@ export default defineRoute({
     if (!claim) throw new AppError({ type: 'NotFound' });
     const target = await loadTargetUser(rc, claim.userId);
     if (target.username.toLowerCase() !== name.toLowerCase() || target.discriminator !== discriminator) throw new AppError({ type: 'NotFound' });
+    // Stoat: a bot is nobody's friend.
+    if (target.bot) throw new AppError({ type: 'IsBot' });
     await changeRelationship(rc, target._id, (p) => decideAddFriend(p, { maxOutgoing: rc.deps.config.friendRequestLimit }));
     return presentTarget(rc, target);
   },

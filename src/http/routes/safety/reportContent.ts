@@ -61,6 +61,7 @@ export default defineRoute({
   method: 'POST',
   path: '/safety/report',
   auth: 'user',
+  noBots: true,
   body: Body,
   async handler(rc) {
     const id = newId(rc.deps.now());

@@ -29,6 +29,7 @@ export default defineRoute({
   method: 'POST',
   path: '/channels/:channel_id/search',
   auth: 'user',
+  noBots: true,
   body: Body,
   permissions: ['ViewChannel', 'ReadMessageHistory'],
   async handler(rc) {

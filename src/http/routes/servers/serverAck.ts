@@ -11,6 +11,7 @@ export default defineRoute({
   method: 'PUT',
   path: '/servers/:server_id/ack',
   auth: 'user',
+  noBots: true,
   async handler(rc) {
     const { deps, caller } = rc;
     const serverId = rc.params.server_id!;

@@ -14,6 +14,7 @@ export default defineRoute({
   method: 'POST',
   path: '/servers/create',
   auth: 'user',
+  noBots: true,
   body: z.strictObject({ name: name32, description: description1024.nullish(), nsfw: z.boolean().nullish() }),
   async handler({ deps, caller, meta, body }) {
     const serverId = newId();

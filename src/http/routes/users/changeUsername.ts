@@ -12,6 +12,7 @@ export default defineRoute({
   method: 'PATCH',
   path: '/users/@me/username',
   auth: 'user',
+  noBots: true,
   // Lengths as Stoat: username 2–32 (checked with its form below), password 8–1024.
   body: z.strictObject({ username: z.string().max(128), password: z.string().min(8).max(1024) }),
   async handler({ deps, caller, meta, body }) {
