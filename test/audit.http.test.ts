@@ -446,7 +446,10 @@ t.test('audit log', async (t) => {
     const login = await anon.post('/auth/session/login', { email, password: 'correct horse battery' }, because('log-in'));
     t.equal(login.status, 200, 'login');
     t.equal((await client(s, login.body.token).post('/auth/session/logout', undefined, because('log-out'))).status, 204, 'logout');
-    const events = await eventsAfter(s, from);
+    const all = await eventsAfter(s, from);
+    // The per-user server-limit slots (`ServerSlotTaken`) are appended with the join and the create.
+    t.same(all.filter((e) => e.type === 'ServerSlotTaken').map((e) => e.metadata.reason), ['joining', 'mine'], 'the server-limit slots carry the reason too');
+    const events = all.filter((e) => e.type !== 'ServerSlotTaken');
     t.same(
       events.map((e) => [e.type, e.metadata.reason]),
       [

@@ -10,7 +10,7 @@ import { rebuild } from '../projections/rebuild.ts';
 import type { AuditEntry } from '../src/domain/audit/entries.ts';
 import { createLogger } from '../src/log.ts';
 import { Permission as P } from '../src/permissions/bits.ts';
-import { generationPrefix, rm } from '../src/readmodel/keys.ts';
+import { controlKeys, generationPrefix, rm } from '../src/readmodel/keys.ts';
 import { signup, type TestUser } from './helpers/http.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
 import { startTestService, waitServing } from './helpers/service.ts';
@@ -88,7 +88,7 @@ t.test('audit entries of channels the reader cannot view are redacted', async (t
   const redis = new Redis(s.config.redisUrl);
   t.teardown(() => redis.disconnect());
   const keys = async () => {
-    const gp = generationPrefix(s.prefix, Number(await redis.get(`${s.prefix}gen`)));
+    const gp = generationPrefix(s.prefix, Number(await redis.get(controlKeys(s.prefix).generation)));
     return { gone: await redis.hgetall(`${gp}${rm.auditGoneChannels(srv.id)}`), answer: (await log(auditor)).text };
   };
   const live = await keys();

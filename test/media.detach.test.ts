@@ -10,7 +10,7 @@ import { PROJECTIONS } from '../projections/index.ts';
 import { rebuild } from '../projections/rebuild.ts';
 import { isUlid } from '../src/ids.ts';
 import { createLogger } from '../src/log.ts';
-import { generationPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, generationPrefix } from '../src/readmodel/keys.ts';
 import { signup, type TestUser } from './helpers/http.ts';
 import { get, png, upload } from './helpers/media.ts';
 import { createServer, dumpGeneration, join } from './helpers/servers.ts';
@@ -149,7 +149,7 @@ t.test('files are served while in use, 404 once their user lets go', async (t) =
     const redis = new Redis(s.config.redisUrl);
     t.teardown(() => redis.disconnect());
     const dump = async () => {
-      const gp = generationPrefix(s.prefix, Number(await redis.get(`${s.prefix}gen`)));
+      const gp = generationPrefix(s.prefix, Number(await redis.get(controlKeys(s.prefix).generation)));
       const all = await dumpGeneration(redis, gp);
       return Object.fromEntries(Object.entries(all).filter(([k]) => /^file:.*:detached$|^channel:.*:files$/.test(k)));
     };

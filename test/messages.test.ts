@@ -297,9 +297,11 @@ t.test('messages', async (t) => {
     // On every master when the suite runs on a cluster (`npm run test:cluster`).
     const left: string[] = [];
     await scanKeys(s.redis, `${s.readModels.key('')}*`, async (batch) => void left.push(...batch));
-    // The upload's own record (`file:<id>`, projection `files`) belongs to the media feature and stays.
+    // The upload's own record (`file:<id>`, projection `files`) belongs to the media feature and stays, with the
+    // marker that it is detached (projection `fileUses`), so the media server answers 404 for it.
     const mentions = left.filter((k) => k.includes(doomed.id) || k.includes(extra) || k.includes(doomed.general) || k.includes(emojiId));
-    t.same(mentions.filter((k) => !k.endsWith(rm.file(emojiId))), [], 'no key mentions them');
+    t.same(mentions.filter((k) => !k.endsWith(rm.file(emojiId)) && !k.endsWith(rm.fileDetached(emojiId))), [], 'no key mentions them');
+    t.ok(mentions.some((k) => k.endsWith(rm.fileDetached(emojiId))), "the deleted emoji's file is marked detached");
   });
 
   t.test('replay: the message and emoji read models from zero equal the live ones', async (t) => {

@@ -12,7 +12,7 @@ import { rebuild } from '../projections/rebuild.ts';
 import { loadFile } from '../src/files.ts';
 import { createLogger } from '../src/log.ts';
 import { sweepUnattachedFiles } from '../src/media/sweep.ts';
-import { generationPrefix, rm } from '../src/readmodel/keys.ts';
+import { controlKeys, generationPrefix, rm } from '../src/readmodel/keys.ts';
 import { client, signup } from './helpers/http.ts';
 import { until } from './helpers/wait.ts';
 import { get, png, upload, useFile } from './helpers/media.ts';
@@ -107,7 +107,7 @@ t.test('deduplication and the sweep', async (t) => {
     const redis = new Redis(s.config.redisUrl);
     t.teardown(() => redis.disconnect());
     const dump = async () => {
-      const gp = generationPrefix(s.prefix, Number(await redis.get(`${s.prefix}gen`)));
+      const gp = generationPrefix(s.prefix, Number(await redis.get(controlKeys(s.prefix).generation)));
       const all = await dumpGeneration(redis, gp);
       return Object.fromEntries(Object.entries(all).filter(([k]) => k.startsWith('file:') || k === rm.unattachedFiles()));
     };
