@@ -177,6 +177,9 @@ const RECIPES: Record<string, Variant[]> = {
     { bit: 'TimeoutMembers', what: 'time out', ok: 200, request: async (x, a) => () => a.api.patch(`${x.S}/members/${x.target.userId}`, { timeout: hour() }) },
     { bit: 'MuteMembers', what: 'can_publish', ok: 200, request: async (x, a) => () => a.api.patch(`${x.S}/members/${x.target.userId}`, { can_publish: a.name === 'owner' }) },
     { bit: 'DeafenMembers', what: 'can_receive', ok: 200, request: async (x, a) => () => a.api.patch(`${x.S}/members/${x.target.userId}`, { can_receive: a.name === 'owner' }) },
+    // This service runs without voice: past the MoveMembers check the move answers 400 FeatureDisabled (the move
+    // itself, with LiveKit, is tested in voice.presence.test.ts).
+    { bit: 'MoveMembers', what: 'move to a voice channel', ok: 400, request: async (x, a) => () => a.api.patch(`${x.S}/members/${x.target.userId}`, { voice_channel: x.channel }) },
   ],
   'DELETE /servers/:server_id/members/:user_id': [
     {
