@@ -484,7 +484,7 @@ t.test('slow-loris uploads are cut off (UPLOAD_IDLE_TIMEOUT_MS, UPLOAD_BODY_TIME
     // 13 writes 150 ms apart: never idle for 600 ms, done in about 2 s (body timeout 4 s).
     const r = await slowUpload(s.mediaUrl, bob.token, 'avatars', file, { chunk: Math.ceil(file.length / 12), everyMs: 150, giveUpMs, connectionClose: true });
     t.equal(r.status, 200, `${r.ms} ms, ${JSON.stringify(r.body)}`);
-    t.match(r.body, { id: /^[0-9A-Z]{26}$/ });
+    t.match(r.body, { id: /^[A-Za-z0-9_-]{42}$/ }, "an unguessable 42-character file id");
   });
 });
 
