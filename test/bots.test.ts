@@ -76,6 +76,10 @@ t.test('bots', async (t) => {
     t.match(await other.api.patch(`/bots/${botId}`, { public: false }), { status: 404, body: { type: 'NotFound' } });
     t.match(await other.api.del(`/bots/${botId}`), { status: 404, body: { type: 'NotFound' } });
     t.match(await owner.api.patch(`/bots/${botId}`, { remove: ['Avatar'] }), { status: 400, body: { type: 'FailedValidation' } });
+    const renamed = await owner.api.patch(`/bots/${botId}`, { name: `renamed${process.pid}` });
+    t.equal(renamed.body.user.username, `renamed${process.pid}`, 'a new name renames its user');
+    t.equal((await owner.api.get(`/users/${botId}`)).body.username, `renamed${process.pid}`);
+    t.equal((await owner.api.patch(`/bots/${botId}`, { name: `helper${process.pid}` })).body.user.username, `helper${process.pid}`, 'and back');
   });
 
   t.test('X-Bot-Token works on REST; a wrong one is InvalidSession; auth routes take no bot', async (t) => {

@@ -47,13 +47,13 @@ export default defineRoute({
         }
       }
       const remove = body.remove ?? [];
-      const edit = {
+      const fields = {
         ...(body.public != null ? { public: body.public } : {}),
         ...(body.analytics != null ? { analytics: body.analytics } : {}),
         ...(body.interactions_url != null ? { interactions_url: body.interactions_url } : {}),
-        remove: remove.includes('InteractionsURL') ? (['InteractionsURL'] as const).slice() : [],
       };
-      if (Object.keys(edit).length > 1 || edit.remove.length > 0) events.push({ type: 'BotEdited', data: edit });
+      const cleared = remove.filter((r): r is 'InteractionsURL' => r === 'InteractionsURL');
+      if (Object.keys(fields).length > 0 || cleared.length > 0) events.push({ type: 'BotEdited', data: { ...fields, remove: cleared } });
       if (remove.includes('Token')) {
         const t = newBotToken(deps.secrets.tokenKey);
         events.push({ type: 'BotTokenReset', data: { token: t.token, tokenHash: t.tokenHash } });
