@@ -2,7 +2,7 @@
  * A server process for the HTTP benchmarks, so the server under test does not share its event loop with
  * autocannon. `node --import tsx bench/serve.ts service` starts the service from the environment (plus, with
  * BENCH_UNLIMITED=1, a second API app on the same deps with the rate limiter off: the same route without
- * limits, in the same process); `… bare` starts a bare koa app (the ceiling); `… ws` a raw `ws` broadcaster
+ * limits, in the same process); `… bare` starts a bare koa app (the ceiling); `… node` bare node:http (the lower ceiling); `… ws` a raw `ws` broadcaster
  * (the gateway fan-out's ceiling). Prints one line
  * `BENCH {json}` with the URLs, answers the IPC message `memory` with its memory, stops on SIGTERM.
  */
@@ -66,6 +66,34 @@ if (mode === 'service') {
   const server = await listen(app);
   console.log(`BENCH ${JSON.stringify({ url: urlOf(server) })}`);
   stop = () => new Promise((r) => server.close(() => r()));
+} else if (mode === 'node') {
+  // The lower ceiling: bare node:http, no framework. The same JSON POST (read, parsed and echoed as a
+  // message) and GET of a pre-serialised page (set by PUT /page) as the koa ceiling.
+  let page = '[]';
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (d: Buffer) => chunks.push(d));
+    req.on('end', () => {
+      const path = (req.url ?? '/').split('?')[0]!;
+      const m = /^\/channels\/([^/]+)\/messages$/.exec(path);
+      if (req.method === 'PUT' && path === '/page') {
+        page = JSON.stringify(JSON.parse(Buffer.concat(chunks).toString()));
+        return void res.writeHead(204).end();
+      }
+      if (m && req.method === 'GET') {
+        return void res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(page) }).end(page);
+      }
+      if (m && req.method === 'POST') {
+        const body = JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>;
+        const out = JSON.stringify({ _id: newId(), nonce: newId(), channel: m[1], author: 'bare', ...body });
+        return void res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(out) }).end(out);
+      }
+      res.writeHead(404).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  console.log(`BENCH ${JSON.stringify({ url: urlOf(server) })}`);
+  stop = () => new Promise((r) => server.close(() => r()));
 } else if (mode === 'ws') {
   // The gateway's ceilings: a raw `ws` server. POST /broadcast with a JSON array of frame texts sends each to
   // every connected socket (one payload to all, then the next, yielding to I/O between payloads); PUT /hello
@@ -101,7 +129,7 @@ if (mode === 'service') {
   console.log(`BENCH ${JSON.stringify({ url: urlOf(server) })}`);
   stop = () => new Promise((r) => server.close(() => r()));
 } else {
-  console.error('usage: bench/serve.ts service|bare|ws');
+  console.error('usage: bench/serve.ts service|bare|node|ws');
   process.exit(2);
 }
 /**

@@ -14,6 +14,7 @@ import { EVENT_SCHEMAS, isKnownEventType, upcast } from '../src/domain/events.ts
 import { partitionOf } from '../src/partition.ts';
 import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
 import { BatchTx, ValueCache } from './tx.ts';
+import type { Invalidation } from '../src/readmodel/factCache.ts';
 import type { Projection } from './types.ts';
 import { quarantineEvents, type QuarantinedEvent } from './quarantine.ts';
 import { isStorageUnavailable } from '../src/http/middleware/errors.ts';
@@ -64,6 +65,7 @@ export class PartitionRunner {
   private readonly cpKey: string;
   private readonly readyKey: string;
   private readonly eventsKey: string;
+  private readonly invKey: string;
   private readonly cache = new ValueCache();
   private readonly byType = new Map<string, Projection[]>();
   private checkpoint: bigint | undefined;
@@ -82,6 +84,7 @@ export class PartitionRunner {
     this.cpKey = this.keyPrefix + genKeys.checkpoint(o.partitions, o.partition);
     this.readyKey = this.keyPrefix + genKeys.caughtUp(o.partitions, o.partition);
     this.eventsKey = controlKeys(o.prefix).clientEvents(o.partitions, o.partition);
+    this.invKey = controlKeys(o.prefix).invalidations(o.partitions, o.partition);
     for (const p of o.projections) {
       for (const t of p.handles === 'all' ? Object.keys(EVENT_SCHEMAS) : p.handles) {
         const list = this.byType.get(t) ?? [];
@@ -233,6 +236,11 @@ export class PartitionRunner {
     for (const op of tx.ops) (m as unknown as { call: (...a: unknown[]) => void }).call(...op);
     // On a cluster the client-event stream is in another slot than the generation: appended after EXEC.
     const eventsAfter = this.o.eventsRedis;
+    if (!eventsAfter && !this.rebuilding) {
+      // The API processes' fact caches: which cached keys this commit wrote, and the checkpoints it moves between.
+      const inv: Invalidation = { g: this.o.generation, p: position.toString(), q: mine, k: [...tx.touched] };
+      m.xadd(this.invKey, 'MAXLEN', '~', '10000', '*', 'i', JSON.stringify(inv));
+    }
     if (!eventsAfter) {
       for (const ev of tx.emitted) m.xadd(this.eventsKey, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(ev));
     }

@@ -3,6 +3,7 @@
  * partition-local cache, then Redis; writes are buffered as Redis commands for the runner's MULTI.
  */
 import type { RedisClient } from '../src/redis.ts';
+import { fieldKey, isCacheableHash, isCacheableKey } from '../src/readmodel/factCache.ts';
 import type { ClientEventRoute, ProjectionTx } from './types.ts';
 
 const DELETED = Symbol('deleted');
@@ -66,6 +67,8 @@ export interface Emitted {
 export class BatchTx implements ProjectionTx {
   readonly ops: Array<[string, ...Array<string | number>]> = [];
   readonly emitted: Emitted[] = [];
+  /** Logical keys (`key` or `key\nfield`) the API processes cache and this batch writes (their invalidations). */
+  readonly touched = new Set<string>();
   private readonly values = new Map<string, Slot>();
   private readonly hashes = new Map<string, HashOverlay>();
   private readonly sets = new Map<string, SetOverlay>();
@@ -96,13 +99,21 @@ export class BatchTx implements ProjectionTx {
     return v;
   }
 
+  private touch(key: string, field?: string): void {
+    if (field === undefined ? isCacheableKey(key) || isCacheableHash(key) : isCacheableHash(key)) {
+      this.touched.add(field === undefined ? key : fieldKey(key, field));
+    }
+  }
+
   setJson(key: string, value: unknown): void {
+    this.touch(key);
     const full = this.k(key);
     this.values.set(full, value);
     this.ops.push(['set', full, JSON.stringify(value)]);
   }
 
   del(key: string): void {
+    this.touch(key);
     const full = this.k(key);
     this.values.set(full, DELETED);
     this.hashes.set(full, { wiped: true, fields: new Map() });
@@ -155,6 +166,7 @@ export class BatchTx implements ProjectionTx {
   }
 
   hsetJson(key: string, field: string, value: unknown): void {
+    this.touch(key, field);
     const full = this.k(key);
     this.hash(full).fields.set(field, value);
     this.ops.push(['hset', full, field, JSON.stringify(value)]);
@@ -164,7 +176,10 @@ export class BatchTx implements ProjectionTx {
     if (fields.length === 0) return;
     const full = this.k(key);
     const h = this.hash(full);
-    for (const f of fields) h.fields.set(f, DELETED);
+    for (const f of fields) {
+      h.fields.set(f, DELETED);
+      this.touch(key, f);
+    }
     this.ops.push(['hdel', full, ...fields]);
   }
 
@@ -220,6 +235,7 @@ export class BatchTx implements ProjectionTx {
   }
 
   eval(script: string, keys: string[], args: string[]): void {
+    for (const k of keys) this.touch(k);
     this.ops.push(['eval', script, keys.length, ...keys.map((k) => this.k(k)), ...args]);
   }
 

@@ -96,6 +96,13 @@ const schema = z
     LIVEKIT_API_KEY: z.string().min(1).optional(),
     LIVEKIT_API_SECRET: z.string().min(LIVEKIT_SECRET_MIN, `at least ${LIVEKIT_SECRET_MIN} characters (LiveKit refuses shorter secrets)`).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /**
+     * The API process's fact cache (sessions, users, servers, channels, members; src/readmodel/factCache.ts):
+     * at most this many entries; 0 turns it off. Always off on a Redis Cluster.
+     */
+    FACT_CACHE_ENTRIES: z.coerce.number().int().min(0).max(10_000_000).default(100_000),
+    /** How long a request waits for the fact cache's invalidation stream before emptying the cache instead (ms). */
+    FACT_CACHE_STALE_MS: z.coerce.number().int().min(1).max(60_000).default(100),
     /** Milliseconds a write waits for its projection before answering 503 (read-your-writes). */
     PROJECTION_WAIT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
     /** Milliseconds an upload waits for its processing job before answering 503. */
@@ -265,6 +272,8 @@ export interface Config {
   voice: VoiceConfig;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   projectionWaitMs: number;
+  /** The fact cache: most entries (0 = off) and how long a request waits for its stream (ms). */
+  factCache: { maxEntries: number; staleMs: number };
   uploadDeadlineMs: number;
   /** UNATTACHED_FILE_MAX_AGE_MS: an upload nothing used within this long is swept (its id 404, its bytes removed). */
   unattachedFileMaxAgeMs: number;
@@ -438,6 +447,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     voice: voiceConfig(c),
     logLevel: c.LOG_LEVEL,
     projectionWaitMs: c.PROJECTION_WAIT_MS,
+    factCache: { maxEntries: c.FACT_CACHE_ENTRIES, staleMs: c.FACT_CACHE_STALE_MS },
     uploadDeadlineMs: c.UPLOAD_DEADLINE_MS,
     unattachedFileMaxAgeMs: c.UNATTACHED_FILE_MAX_AGE_MS,
     fileSweepIntervalMs: c.FILE_SWEEP_INTERVAL_MS,

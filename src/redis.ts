@@ -56,6 +56,8 @@ export interface CreateRedisOptions {
   noResend?: boolean;
   /** CLIENT SETNAME of the connection(s). */
   connectionName?: string;
+  /** Send the commands issued in one event-loop turn in one write (ioredis auto-pipelining). */
+  autoPipelining?: boolean;
 }
 
 /**
@@ -73,6 +75,7 @@ export function createRedis(url: string, o: CreateRedisOptions = {}): RedisClien
       ...(o.noReconnect ? { retryStrategy: () => null } : {}),
       ...(o.noResend ? { autoResendUnfulfilledCommands: false } : {}),
       ...(o.connectionName ? { connectionName: o.connectionName } : {}),
+      ...(o.autoPipelining ? { enableAutoPipelining: true } : {}),
     };
     return new Redis(url, opts);
   }
@@ -84,6 +87,7 @@ export function createRedis(url: string, o: CreateRedisOptions = {}): RedisClien
     retryDelayOnClusterDown: 100,
     retryDelayOnFailover: 100,
     maxRedirections: 20,
+    ...(o.autoPipelining ? { enableAutoPipelining: true } : {}),
     // Slot moves after a failover are picked up at once on MOVED; this also catches promotions seen late.
     slotsRefreshInterval: 2000,
     redisOptions: {

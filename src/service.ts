@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import type https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
-import { createRedis, type RedisClient } from './redis.ts';
+import { createRedis, isCluster, type RedisClient } from './redis.ts';
 import type Koa from 'koa';
 import { CommandExecutor } from './commands.ts';
 import type { Config } from './config.ts';
@@ -49,6 +49,8 @@ export interface ServiceOptions {
   store?: EventStore;
   /** Projections of the projector role (default `PROJECTIONS`; tests inject faulty ones). */
   projections?: readonly Projection[];
+  /** TEST HOOK (an injected fault): the fact cache applies its invalidations this much later (ms). */
+  factCacheApplyDelayMs?: number;
   /** TEST HOOK: options of the push worker's outbound agents (e.g. a test CA for an HTTPS push endpoint). */
   pushAgentOptions?: https.AgentOptions;
 }
@@ -158,7 +160,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const log = opts.log ?? createLogger(config.logLevel, { roles: config.roles.join(',') });
   const ctl = controlKeys(config.redisPrefix);
   const redisOpts = { maxRetriesPerRequest: 3, enableOfflineQueue: true, connectTimeout: 5000 };
-  const redis = createRedis(config.redisUrl, redisOpts);
+  // Requests issue many small reads at once: the commands of one event-loop turn go out in one write.
+  const redis = createRedis(config.redisUrl, { ...redisOpts, autoPipelining: true });
   const subscriber = createRedis(config.redisUrl, { ...redisOpts, maxRetriesPerRequest: null });
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis error'));
   subscriber.on('error', (err) => log.debug({ err: err.message }, 'redis subscriber error'));
@@ -186,6 +189,17 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     waitMs: config.projectionWaitMs,
   });
   await readModels.start();
+  // The fact cache serves the API's reads of sessions, servers, channels and members (one Redis only: on a
+  // cluster the invalidation streams are not written in the checkpoint's MULTI).
+  let factCacheConn: RedisClient | undefined;
+  if (config.roles.includes('api') && config.factCache.maxEntries > 0 && !isCluster(redis)) {
+    factCacheConn = createRedis(config.redisUrl, { ...redisOpts, maxRetriesPerRequest: null, connectionName: 'fact-cache' });
+    factCacheConn.on('error', (err) => log.debug({ err: err.message }, 'redis fact cache error'));
+    await readModels.enableFactCache(factCacheConn, {
+      ...config.factCache,
+      ...(opts.factCacheApplyDelayMs !== undefined ? { applyDelayMs: opts.factCacheApplyDelayMs } : {}),
+    });
+  }
 
   const now = opts.now ?? Date.now;
   const executor = new CommandExecutor({ store, readModels, now: () => new Date(now()) });

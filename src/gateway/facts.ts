@@ -45,7 +45,7 @@ export class FactsCache {
     const cached = this.entries.get(serverId);
     if (cached) return cached;
     this.stats.loads++;
-    const server = await this.readModels.getJson<ServerState>(rm.server(serverId));
+    const server = await this.readModels.direct.getJson<ServerState>(rm.server(serverId));
     if (!server) return null;
     const channels = await this.loadChannels(server.channels);
     const facts: ServerFacts = { server, channels, members: new Map() };
@@ -57,7 +57,7 @@ export class FactsCache {
   }
 
   private async loadChannels(ids: string[]): Promise<Map<string, ChannelState>> {
-    const values = await this.readModels.mgetJson<ChannelState>(ids.map((id) => rm.channel(id)));
+    const values = await this.readModels.direct.mgetJson<ChannelState>(ids.map((id) => rm.channel(id)));
     const out = new Map<string, ChannelState>();
     values.forEach((c, i) => {
       if (c) out.set(ids[i]!, c);
@@ -69,7 +69,7 @@ export class FactsCache {
   async member(facts: ServerFacts, userId: string): Promise<MemberObject | null> {
     if (facts.members.has(userId)) return facts.members.get(userId)!;
     this.stats.loads++;
-    const m = await this.readModels.hgetJson<MemberObject>(rm.serverMembers(facts.server._id), userId);
+    const m = await this.readModels.direct.hgetJson<MemberObject>(rm.serverMembers(facts.server._id), userId);
     facts.members.set(userId, m);
     return m;
   }
@@ -89,7 +89,7 @@ export class FactsCache {
     const facts = this.entries.get(serverId);
     if (!facts) return;
     this.stats.loads++;
-    const server = await this.readModels.getJson<ServerState>(rm.server(serverId));
+    const server = await this.readModels.direct.getJson<ServerState>(rm.server(serverId));
     if (!server) {
       this.entries.delete(serverId);
       return;
@@ -112,7 +112,7 @@ export class FactsCache {
     const facts = this.entries.get(serverId);
     if (!facts) return;
     this.stats.loads++;
-    const c = await this.readModels.getJson<ChannelState>(rm.channel(channelId));
+    const c = await this.readModels.direct.getJson<ChannelState>(rm.channel(channelId));
     if (c) facts.channels.set(channelId, c);
     else facts.channels.delete(channelId);
   }

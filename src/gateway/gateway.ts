@@ -168,6 +168,8 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       // While the read models rebuild, a live session would look unknown: say so instead of InvalidSession
       // (which a client takes as a logout); the client reconnects with backoff.
       if (!(await o.readModels.serving())) return fail(s, { type: 'InternalError', at: 'Ready' }, 'error');
+      // The fact cache catches up with every checkpoint now, so Ready is not older than the events queued.
+      await o.readModels.fence();
       if (s.isClosed()) return;
       // A session token or a bot token (Stoat's bonfire takes either in the same field).
       let session = token.length <= 256 ? await o.readModels.getJson<SessionRecord>(rm.session(hashToken(token))) : null;

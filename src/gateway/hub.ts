@@ -221,10 +221,10 @@ export class Hub {
       const data = ev.payload.data as (Partial<UserProfile> & { online?: boolean }) | undefined;
       // A user whose status is Invisible comes online, and goes offline, for their own sockets only (the
       // others saw them offline all along).
-      const hidden = typeof data?.online === 'boolean' && (await this.o.readModels.getJson<UserProfile>(rm.user(userId)))?.status?.presence === 'Invisible';
+      const hidden = typeof data?.online === 'boolean' && (await this.o.readModels.direct.getJson<UserProfile>(rm.user(userId)))?.status?.presence === 'Invisible';
       ev.presence = hidden ? new Set() : new Set(await this.o.readModels.smembers(rm.userServers(userId)));
       // Friends and pending requests hear of the user too (bonfire subscribes them to the user).
-      const relations = hidden ? null : await this.o.readModels.getJson<RelationsState>(rm.relations(userId));
+      const relations = hidden ? null : await this.o.readModels.direct.getJson<RelationsState>(rm.relations(userId));
       ev.related = new Set(Object.keys(relations?.relations ?? {}).filter((u) => ['Friend', 'Incoming', 'Outgoing'].includes(relations!.relations[u]!)));
       if (ev.payload.type === 'UserUpdate' && data && !('online' in data)) {
         // A profile change (the whole profile): the others also learn whether the user is online as they may
@@ -321,7 +321,7 @@ export class Hub {
   private async relationshipPayload(p: QueuedEvent['payload']): Promise<QueuedEvent['payload']> {
     const other = String((p.user as { _id?: unknown } | undefined)?._id ?? '');
     const status = typeof p.status === 'string' ? p.status : 'None';
-    const profile = await this.o.readModels.getJson<UserProfile>(rm.user(other));
+    const profile = await this.o.readModels.direct.getJson<UserProfile>(rm.user(other));
     const online = profile !== null && profile.status?.presence !== 'Invisible' && (await this.o.readModels.online([other])).has(other);
     return { type: 'UserRelationship', id: p.id, user: { ...(profile ?? { _id: other }), relationship: status, online } };
   }

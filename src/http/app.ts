@@ -171,6 +171,8 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[], deps: A
         return;
       }
       ctx.state.routePattern = route.path;
+      // Nothing this request reads from the fact cache is older than a write acknowledged before it began.
+      await deps.readModels.fence();
       await resolveSession(ctx, deps);
       let rawBody: unknown;
       if (bodyFirst) {
@@ -242,6 +244,7 @@ export function servingCheck(deps: Pick<AppDeps, 'readModels'>, alwaysServed: Re
 export function notFoundFallback(deps: Pick<AppDeps, 'readModels' | 'limiter'>): Koa.Middleware {
   return async function notFound(ctx) {
     ctx.state.routePattern = '*';
+    await deps.readModels.fence();
     await resolveSession(ctx, deps);
     countRequest(ctx, deps.limiter, '*');
     throw new AppError({ type: 'NotFound' });

@@ -29,6 +29,7 @@ export function createMediaApp(deps: MediaDeps): Koa {
         return;
       }
       ctx.state.routePattern = route.path;
+      await deps.readModels.fence();
       await resolveSession(ctx, deps);
       if (route.counted) countRequest(ctx, deps.limiter, route.path);
       const caller = await requireCaller(ctx, deps, route.auth);

@@ -27,6 +27,11 @@ export function controlKeys(prefix: string) {
     want: (partitions: number, i: number) => `${prefix}want:${partitions}:${i}`,
     /** Redis stream of client events produced by partition i of n (read by every API process). */
     clientEvents: (partitions: number, i: number) => `${prefix}{live}:events:${partitions}:${i}`,
+    /**
+     * Redis stream of partition i of n's commits as the API processes' fact caches need them: one entry
+     * `i` = `{g, p, q, k}` per commit (src/readmodel/factCache.ts), in the same MULTI as the checkpoint.
+     */
+    invalidations: (partitions: number, i: number) => `${prefix}{live}:inv:${partitions}:${i}`,
     /** Presence: hash user → number of API processes holding a WebSocket of that user (absent = offline). */
     presenceUsers: `${prefix}{live}:presence:users`,
     /** Presence: sorted set of API processes, scored by the time (ms) their registration expires. */

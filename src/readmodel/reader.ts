@@ -8,6 +8,10 @@ import type { Logger } from 'pino';
 import { unavailable } from '../errors.ts';
 import { partitionOf } from '../partition.ts';
 import { controlKeys, genKeys, generationPrefix } from './keys.ts';
+import { FactCache, fieldKey, InvalidationReader, isCacheableHash, isCacheableKey, type FactCacheOptions } from './factCache.ts';
+
+/** Absent sessions and bot tokens are not cached: anyone can ask for any number of them. */
+const NO_NEGATIVE = /^(?:session|bottoken):/;
 
 interface Waiter {
   partition: number;
@@ -41,6 +45,8 @@ export class ReadModels {
   private servingValue = false;
   private poller: NodeJS.Timeout | undefined;
   private closed = false;
+  private cache: FactCache | undefined;
+  private invReader: InvalidationReader | undefined;
 
   constructor(o: ReadModelsOptions) {
     this.o = o;
@@ -56,6 +62,67 @@ export class ReadModels {
     });
     await this.o.subscriber.subscribe(this.ctl.checkpointChannel, this.ctl.controlChannel);
     await this.refreshGeneration();
+  }
+
+  /**
+   * Serves the cacheable facts from an in-process cache kept coherent by the projectors' invalidation
+   * streams (src/readmodel/factCache.ts), read on `conn` (a connection of its own). One Redis only: on a
+   * cluster the streams are not written in the checkpoint's MULTI.
+   */
+  async enableFactCache(conn: RedisClient, o: FactCacheOptions & { applyDelayMs?: number }): Promise<void> {
+    const cache = new FactCache(o);
+    cache.useGeneration(this.gen);
+    const reader = new InvalidationReader({
+      redis: conn,
+      prefix: this.o.prefix,
+      partitions: this.o.partitions,
+      cache,
+      log: this.o.log,
+      ...(o.applyDelayMs !== undefined ? { applyDelayMs: o.applyDelayMs } : {}),
+    });
+    await reader.start();
+    this.cache = cache;
+    this.invReader = reader;
+  }
+
+  /**
+   * Reads that bypass the fact cache, for code that follows the event streams (the gateway's dispatcher and
+   * its facts): the read models are at or ahead of the event at hand, the fact cache may be behind it.
+   */
+  readonly direct = {
+    getJson: <T>(logical: string) => this.getJson<T>(logical, false),
+    mgetJson: <T>(logicals: string[]) => this.mgetJson<T>(logicals, false),
+    hgetJson: <T>(logical: string, field: string) => this.hgetJson<T>(logical, field, false),
+    hmgetJson: <T>(logical: string, fields: string[]) => this.hmgetJson<T>(logical, fields, false),
+  };
+
+  /** The fact cache, when enabled (metrics and tests). */
+  get factCache(): FactCache | undefined {
+    return this.cache;
+  }
+
+  /**
+   * Makes the fact cache at least as fresh as every partition's checkpoint now (one round trip), so a
+   * request never reads a cached fact older than a write any process acknowledged before it began. Without
+   * the cache: nothing to do.
+   */
+  async fence(): Promise<void> {
+    const cache = this.cache;
+    if (!cache || this.gen === undefined) return;
+    const n = this.o.partitions;
+    const keys = Array.from({ length: n }, (_, i) => this.key(genKeys.checkpoint(n, i)));
+    const values = n === 1 ? [await this.o.redis.get(keys[0]!)] : await this.o.redis.mget(...keys);
+    const waits: Array<Promise<void>> = [];
+    values.forEach((v, i) => {
+      const p = cache.reach(i, v === null || v === undefined ? 0n : BigInt(v));
+      waits.push(p);
+    });
+    await Promise.all(waits);
+  }
+
+  private cacheOn(): FactCache | undefined {
+    const c = this.cache;
+    return c && c.ready(this.o.partitions) ? c : undefined;
   }
 
   /** The generation read now (undefined before the projector created one). */
@@ -77,6 +144,7 @@ export class ReadModels {
         this.keyPrefix = gen === undefined ? `${this.o.prefix}nogen:` : generationPrefix(this.o.prefix, gen);
         this.checkpoints.clear();
         this.servingUntil = 0;
+        this.cache?.useGeneration(gen);
       }
     } catch (err) {
       this.o.log.warn({ err }, 'could not read the read-model generation');
@@ -132,7 +200,11 @@ export class ReadModels {
 
   /** Resolves when the projector of `scope` has applied everything up to `position`; 503 after the deadline. */
   waitFor(scope: string, position: bigint): Promise<void> {
-    return this.waitForPartition(partitionOf(scope, this.o.partitions), position);
+    const partition = partitionOf(scope, this.o.partitions);
+    const projected = this.waitForPartition(partition, position);
+    const cache = this.cache;
+    // Read-your-writes through the fact cache too: it must have dropped what the write changed.
+    return cache ? projected.then(() => cache.reach(partition, position)) : projected;
   }
 
   /** Resolves when every partition has passed `position` (after an optimistic-concurrency conflict). */
@@ -157,7 +229,8 @@ export class ReadModels {
         },
       };
       this.waiters.push(waiter);
-      void this.pollCheckpoints([partition]).catch(() => {});
+      // Pub/sub is the fast path; read the checkpoint at once only when none was announced yet.
+      if (cp === undefined) void this.pollCheckpoints([partition]).catch(() => {});
       if (!this.poller && !this.closed) {
         this.poller = setInterval(() => {
           void this.pollCheckpoints(this.waiters.map((w) => w.partition)).catch(() => {});
@@ -195,29 +268,82 @@ export class ReadModels {
     return new Set(userIds.filter((_, i) => Number(counts[i] ?? 0) > 0));
   }
 
+  /**
+   * The raw values of `ids` (cache keys), from the fact cache where it holds them and from Redis (`fetch`,
+   * given the missing ids) for the rest, which are then cached.
+   */
+  private async cached(cache: FactCache, ids: string[], fetch: (missing: number[]) => Promise<Array<string | null>>): Promise<Array<string | null>> {
+    const out: Array<string | null> = new Array(ids.length);
+    const missing: number[] = [];
+    ids.forEach((id, i) => {
+      const hit = cache.get(id);
+      if (hit === undefined) missing.push(i);
+      else out[i] = hit;
+    });
+    if (missing.length === 0) return out;
+    const tickets = missing.map((i) => cache.begin(ids[i]!));
+    let raws: Array<string | null>;
+    try {
+      raws = await fetch(missing);
+    } catch (err) {
+      missing.forEach((i, n) => {
+        tickets[n]!.valid = false;
+        cache.finish(ids[i]!, tickets[n]!, null);
+      });
+      throw err;
+    }
+    missing.forEach((i, n) => {
+      const raw = raws[n] ?? null;
+      out[i] = raw;
+      if (raw === null && NO_NEGATIVE.test(ids[i]!)) tickets[n]!.valid = false;
+      cache.finish(ids[i]!, tickets[n]!, raw);
+    });
+    return out;
+  }
+
   /** A JSON value, or null. */
-  async getJson<T>(logical: string): Promise<T | null> {
-    const raw = await this.redis.get(this.key(logical));
+  async getJson<T>(logical: string, useCache = true): Promise<T | null> {
+    const cache = useCache ? this.cacheOn() : undefined;
+    const raw =
+      cache && isCacheableKey(logical)
+        ? (await this.cached(cache, [logical], async () => [await this.redis.get(this.key(logical))]))[0]!
+        : await this.redis.get(this.key(logical));
     return raw === null ? null : (JSON.parse(raw) as T);
   }
 
   /** Several JSON values in one round trip (null where missing). */
-  async mgetJson<T>(logicals: string[]): Promise<Array<T | null>> {
+  async mgetJson<T>(logicals: string[], useCache = true): Promise<Array<T | null>> {
     if (logicals.length === 0) return [];
-    const raws = await this.redis.mget(...logicals.map((k) => this.key(k)));
+    const cache = useCache ? this.cacheOn() : undefined;
+    const raws =
+      cache && logicals.every(isCacheableKey)
+        ? await this.cached(cache, logicals, (missing) => this.redis.mget(...missing.map((i) => this.key(logicals[i]!))))
+        : await this.redis.mget(...logicals.map((k) => this.key(k)));
     return raws.map((r) => (r === null ? null : (JSON.parse(r) as T)));
   }
 
   /** A JSON value in a hash field, or null. */
-  async hgetJson<T>(logical: string, field: string): Promise<T | null> {
-    const raw = await this.redis.hget(this.key(logical), field);
+  async hgetJson<T>(logical: string, field: string, useCache = true): Promise<T | null> {
+    const cache = useCache ? this.cacheOn() : undefined;
+    const raw =
+      cache && isCacheableHash(logical)
+        ? (await this.cached(cache, [fieldKey(logical, field)], async () => [await this.redis.hget(this.key(logical), field)]))[0]!
+        : await this.redis.hget(this.key(logical), field);
     return raw === null ? null : (JSON.parse(raw) as T);
   }
 
   /** Several hash fields (null where missing). */
-  async hmgetJson<T>(logical: string, fields: string[]): Promise<Array<T | null>> {
+  async hmgetJson<T>(logical: string, fields: string[], useCache = true): Promise<Array<T | null>> {
     if (fields.length === 0) return [];
-    const raws = await this.redis.hmget(this.key(logical), ...fields);
+    const cache = useCache ? this.cacheOn() : undefined;
+    const raws =
+      cache && isCacheableHash(logical)
+        ? await this.cached(
+            cache,
+            fields.map((f) => fieldKey(logical, f)),
+            (missing) => this.redis.hmget(this.key(logical), ...missing.map((i) => fields[i]!)),
+          )
+        : await this.redis.hmget(this.key(logical), ...fields);
     return raws.map((r) => (r === null ? null : (JSON.parse(r) as T)));
   }
 
@@ -247,9 +373,11 @@ export class ReadModels {
     return this.redis.smembers(this.key(logical));
   }
 
-  /** Stops timers (the connections belong to the caller). */
+  /** Stops timers and the fact cache's reader (the other connections belong to the caller). */
   close(): void {
     this.closed = true;
+    void this.invReader?.stop();
+    this.cache?.close();
     if (this.poller) clearInterval(this.poller);
     for (const w of this.waiters) w.resolve();
     this.waiters = [];
