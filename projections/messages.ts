@@ -7,7 +7,7 @@
  */
 import type { StoredEvent } from '../src/domain/events.ts';
 import { MESSAGE_STREAM, messageEvents } from '../src/domain/message/events.ts';
-import { evolveMessage, presentMessage, type MessageState } from '../src/domain/message/state.ts';
+import { evolveMessage, presentMessage, storedMessage, type MessageState } from '../src/domain/message/state.ts';
 import type { ChannelState } from '../src/domain/channel/state.ts';
 import { rm } from '../src/readmodel/keys.ts';
 import { recipientsOf, type PrivateChannelState } from '../src/domain/private/state.ts';
@@ -44,7 +44,7 @@ async function applyMessageEvent(e: StoredEvent, tx: ProjectionTx): Promise<void
     tx.hdel(rm.channelMessages(channelId), messageId);
     tx.zrem(rm.channelMessageIds(channelId), messageId);
   } else {
-    tx.hsetJson(rm.channelMessages(channelId), messageId, after);
+    tx.hsetJson(rm.channelMessages(channelId), messageId, storedMessage(after));
   }
   switch (e.type) {
     case 'MessageSent':

@@ -23,7 +23,7 @@ import { countRequest, RATE_LIMIT_HEADERS, rateLimitHeaders } from './middleware
 import { classifyNeedsBody } from '../ratelimit/limiter.ts';
 import { readJsonBody } from './body.ts';
 import { paramsValid } from './params.ts';
-import { NO_CONTENT, type AnyRoute, type Caller } from './route.ts';
+import { NO_CONTENT, RawJson, type AnyRoute, type Caller } from './route.ts';
 import { httpMetrics } from '../metrics/http.ts';
 
 /** Routes of accounts and sessions: a bot token is no session there. */
@@ -209,6 +209,10 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[], deps: A
       if (result === NO_CONTENT) {
         ctx.status = 204;
         ctx.body = null;
+      } else if (result instanceof RawJson) {
+        ctx.status = ctx.status === 404 ? 200 : ctx.status;
+        ctx.type = 'application/json';
+        ctx.body = result.text;
       } else {
         ctx.status = ctx.status === 404 ? 200 : ctx.status;
         ctx.body = result;

@@ -37,6 +37,11 @@ export interface RouteContext<B, Q> {
   requestId: string;
 }
 
+/** Returned by a handler whose answer is JSON text already (written out as is, `application/json`). */
+export class RawJson {
+  constructor(readonly text: string | Buffer) {}
+}
+
 /** Returned by a handler that answers 204 No Content. */
 export const NO_CONTENT = Symbol('no content');
 

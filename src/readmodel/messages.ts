@@ -5,7 +5,7 @@
  * from the same instant (a message deleted meanwhile is simply absent).
  */
 import type { RedisClient } from '../redis.ts';
-import type { MessageState } from '../domain/message/state.ts';
+import { presentMessage, type MessageState } from '../domain/message/state.ts';
 import { rm } from './keys.ts';
 import type { ReadModels } from './reader.ts';
 
@@ -26,7 +26,8 @@ export type HistoryQuery =
       limit: number;
     };
 
-const PAGE = `
+/** Lua: the ids of a page (ARGV: mode asc|desc|nearby, min or the nearby id, max, limit). */
+const SELECT_IDS = `
 local ids
 if ARGV[1] == 'asc' then
   ids = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[2], ARGV[3], 'LIMIT', 0, tonumber(ARGV[4]))
@@ -37,6 +38,10 @@ else
   local older = redis.call('ZREVRANGEBYLEX', KEYS[1], '(' .. ARGV[2], '-', 'LIMIT', 0, tonumber(ARGV[4]))
   for i = 1, #older do ids[#ids + 1] = older[i] end
 end
+`;
+
+/** The page's stored values (null where a message went meanwhile). */
+const PAGE = `${SELECT_IDS}
 if #ids == 0 then return {} end
 return redis.call('HMGET', KEYS[2], unpack(ids))
 `;
@@ -44,30 +49,103 @@ return redis.call('HMGET', KEYS[2], unpack(ids))
 type PageCommand = (zset: string, hash: string, mode: string, a: string, b: string, limit: number) => Promise<Array<string | null>>;
 const defined = new WeakSet<RedisClient>();
 
-function pageCommand(redis: RedisClient): PageCommand {
+function define(redis: RedisClient): void {
   if (!defined.has(redis)) {
     redis.defineCommand('stoatMessagePage', { numberOfKeys: 2, lua: PAGE });
     defined.add(redis);
   }
+}
+
+function pageCommand(redis: RedisClient): PageCommand {
+  define(redis);
   return (redis as unknown as { stoatMessagePage: PageCommand }).stoatMessagePage.bind(redis);
+}
+
+/** The arguments of a page query: mode, bounds and limit. */
+function pageArgs(q: HistoryQuery): [string, string, string, number] {
+  if ('nearby' in q) return ['nearby', q.nearby, '', Math.floor(q.limit / 2) + 1];
+  const min = q.after === undefined ? '-' : `(${q.after}`;
+  const max = q.before === undefined ? '+' : `(${q.before}`;
+  return [q.sort === 'Oldest' ? 'asc' : 'desc', min, max, q.limit];
+}
+
+/** A page in wire form: the JSON array of Revolt Messages as bytes, and (when asked) the author of each. */
+export interface WirePage {
+  json: Buffer;
+  authors: string[];
+}
+
+const TAIL = Buffer.from(',"revision":');
+const AUTHOR_KEY = Buffer.from('","author":"');
+/** Where `","author":"` starts in a stored message: after `{"_id":"<26>","channel":"<26>`. */
+const AUTHOR_AT = '{"_id":"'.length + 26 + '","channel":"'.length + 26;
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from('}');
+
+/**
+ * The wire form of a stored message (storedMessage layout: `,"revision":N}` last, the author at a fixed
+ * offset) as a view of its bytes, and its author; undefined for another layout (an older projection).
+ */
+function wireOfStored(v: Buffer): { body: Buffer; author: string } | undefined {
+  const i = v.lastIndexOf(TAIL);
+  if (i < 0 || v[v.length - 1] !== 125 || v.length - 1 <= i + TAIL.length) return undefined;
+  for (let k = i + TAIL.length; k < v.length - 1; k++) if (v[k]! < 48 || v[k]! > 57) return undefined;
+  if (v.compare(AUTHOR_KEY, 0, AUTHOR_KEY.length, AUTHOR_AT, AUTHOR_AT + AUTHOR_KEY.length) !== 0) return undefined;
+  const from = AUTHOR_AT + AUTHOR_KEY.length;
+  return { body: v.subarray(0, i), author: v.toString('latin1', from, from + 26) };
+}
+
+/**
+ * One page of a channel's messages in wire form (the JSON array of Revolt Messages as bytes) and the author
+ * of each, in the order the query asks for. The stored values are written out as they are, their revision
+ * cut off: no message is parsed or serialised. The ids are read first, then the messages (a message deleted
+ * between is simply absent, as with `readHistory`).
+ */
+export async function readHistoryWire(readModels: ReadModels, channelId: string, q: HistoryQuery): Promise<WirePage> {
+  const redis = readModels.redis;
+  const zset = readModels.key(rm.channelMessageIds(channelId));
+  let ids: string[];
+  if ('nearby' in q) {
+    const n = Math.floor(q.limit / 2) + 1;
+    const [newer, older] = await Promise.all([
+      redis.zrangebylex(zset, `[${q.nearby}`, '+', 'LIMIT', 0, n),
+      redis.zrevrangebylex(zset, `(${q.nearby}`, '-', 'LIMIT', 0, n),
+    ]);
+    ids = [...newer, ...older];
+  } else {
+    const min = q.after === undefined ? '-' : `(${q.after}`;
+    const max = q.before === undefined ? '+' : `(${q.before}`;
+    ids = q.sort === 'Oldest' ? await redis.zrangebylex(zset, min, max, 'LIMIT', 0, q.limit) : await redis.zrevrangebylex(zset, max, min, 'LIMIT', 0, q.limit);
+  }
+  if (ids.length === 0) return { json: Buffer.from('[]'), authors: [] };
+  const values = await redis.hmgetBuffer(readModels.key(rm.channelMessages(channelId)), ...ids);
+  const parts: Buffer[] = [Buffer.from('[')];
+  const authors: string[] = [];
+  for (const v of values) {
+    if (v === null) continue;
+    let w = wireOfStored(v);
+    if (!w) {
+      const m = JSON.parse(v.toString()) as MessageState;
+      w = { body: Buffer.from(JSON.stringify(presentMessage(m)).slice(0, -1)), author: m.author };
+    }
+    if (authors.length > 0) parts.push(COMMA);
+    parts.push(w.body, CLOSE);
+    authors.push(w.author);
+  }
+  parts.push(Buffer.from(']'));
+  return { json: Buffer.concat(parts), authors };
 }
 
 /** One page of a channel's messages, in the order the query asks for. */
 export async function readHistory(readModels: ReadModels, channelId: string, q: HistoryQuery): Promise<MessageState[]> {
-  const page = pageCommand(readModels.redis);
-  const zset = readModels.key(rm.channelMessageIds(channelId));
-  const hash = readModels.key(rm.channelMessages(channelId));
-  let raw: Array<string | null>;
-  if ('nearby' in q) {
-    raw = await page(zset, hash, 'nearby', q.nearby, '', Math.floor(q.limit / 2) + 1);
-  } else {
-    const min = q.after === undefined ? '-' : `(${q.after}`;
-    const max = q.before === undefined ? '+' : `(${q.before}`;
-    raw = await page(zset, hash, q.sort === 'Oldest' ? 'asc' : 'desc', min, max, q.limit);
-  }
   const out: MessageState[] = [];
-  for (const r of raw) if (r !== null) out.push(JSON.parse(r) as MessageState);
+  for (const r of await readPageRaw(readModels, channelId, q)) if (r !== null) out.push(JSON.parse(r) as MessageState);
   return out;
+}
+
+async function readPageRaw(readModels: ReadModels, channelId: string, q: HistoryQuery): Promise<Array<string | null>> {
+  const page = pageCommand(readModels.redis);
+  return page(readModels.key(rm.channelMessageIds(channelId)), readModels.key(rm.channelMessages(channelId)), ...pageArgs(q));
 }
 
 /** One stored message of a channel, or null. */

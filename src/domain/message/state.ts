@@ -75,6 +75,20 @@ function withReaction(s: MessageState, emoji: string, users: string[]): MessageS
 }
 
 /** Revolt's Message JSON from the stored state (no revision). */
+/**
+ * A message as the read model stores it: `_id`, `channel` and `author` first and `revision` last, so that a
+ * stored value is its wire form plus a fixed tail and its author sits at a fixed offset: a history page is
+ * assembled by Redis and written out without parsing 100 messages and serialising them again
+ * (`readHistoryWire` in src/readmodel/messages.ts).
+ */
+export function storedMessage(s: MessageState): MessageState {
+  const { revision, ...message } = s;
+  // Object.assign keeps the three keys where they were put first.
+  const out = Object.assign({ _id: s._id, channel: s.channel, author: s.author }, message) as MessageState;
+  out.revision = revision;
+  return out;
+}
+
 export function presentMessage(s: MessageState): Omit<MessageState, 'revision'> {
   const { revision: _revision, ...message } = s;
   return message;

@@ -2,10 +2,10 @@
 import { z } from 'zod';
 import { channelAccess, Permission, requireAll } from '../../../access.ts';
 import { AppError } from '../../../errors.ts';
-import { readHistory } from '../../../readmodel/messages.ts';
+import { readHistoryWire } from '../../../readmodel/messages.ts';
 import { queryBool, queryInt } from '../../query.ts';
-import { defineRoute } from '../../route.ts';
-import { authorsOf, presentMessage } from './present.ts';
+import { defineRoute, RawJson } from '../../route.ts';
+import { authorsOf } from './present.ts';
 
 /** A message id in a query: 26 characters (Revolt), ULID alphabet. */
 const messageId = z.string().regex(/^[0-9A-Za-z]{26}$/, 'expected a message id (26 characters)');
@@ -31,16 +31,19 @@ export default defineRoute({
     // Relevance belongs to search, which this route is not (Revolt answers the same).
     if (query.sort === 'Relevance') throw new AppError({ type: 'InvalidOperation' });
     const limit = query.limit ?? 50;
-    const messages = await readHistory(
+    // The page is the stored wire forms, written out as their bytes.
+    const page = await readHistoryWire(
       deps.readModels,
       channelId,
       query.nearby !== undefined
         ? { nearby: query.nearby, limit }
         : { sort: query.sort === 'Oldest' ? 'Oldest' : 'Latest', limit, before: query.before, after: query.after },
     );
-    const presented = messages.map(presentMessage);
-    if (!query.include_users) return presented;
-    const { users, members } = await authorsOf(deps, a.kind === 'server' ? a.server._id : null, messages, rc.caller.userId);
-    return { messages: presented, users, members };
+    if (!query.include_users) return new RawJson(page.json);
+    const authors = page.authors.map((author) => ({ author }));
+    const { users, members } = await authorsOf(deps, a.kind === 'server' ? a.server._id : null, authors, rc.caller.userId);
+    return new RawJson(
+      Buffer.concat([Buffer.from('{"messages":'), page.json, Buffer.from(`,"users":${JSON.stringify(users)},"members":${JSON.stringify(members)}}`)]),
+    );
   },
 });

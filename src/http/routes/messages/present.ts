@@ -22,7 +22,7 @@ export async function currentMessage(deps: AccessDeps, channelId: string, messag
 export async function authorsOf(
   deps: AccessDeps,
   serverId: string | null,
-  messages: readonly MessageState[],
+  messages: ReadonlyArray<Pick<MessageState, 'author'>>,
   viewerId: string,
 ): Promise<{ users: Record<string, unknown>[]; members: MemberObject[] }> {
   const ids = [...new Set(messages.map((m) => m.author))].filter((id) => id !== SYSTEM_AUTHOR);
