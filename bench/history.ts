@@ -28,6 +28,7 @@ const bench: Bench = {
       REDIS_PREFIX: h.prefix,
     });
     const bare = await startServer('bare');
+    const node = await startServer('node');
     try {
       const api = svc.urls.apiUrl!;
       await waitServing(api, owner.token);
@@ -38,6 +39,7 @@ const bench: Bench = {
       const page = await call(`${api}/channels/${channels[0]}/messages?limit=100`, 'GET', owner.token);
       if (page.length !== 100) throw new Error(`a page has ${page.length} messages`);
       await call(`${bare.urls.url}/page`, 'PUT', undefined, page, 204);
+      await call(`${node.urls.url}/page`, 'PUT', undefined, page, 204);
 
       const duration = ctx.quick ? 3 : 5;
       await measure({ url: api, method: 'GET', next: pageReader(h, 0), duration: 2 });
@@ -47,7 +49,8 @@ const bench: Bench = {
         const sizes: Measured[] = [];
         for (let i = 0; i < SIZES.length; i++) sizes.push(assertClean(`history ${SIZES[i]!.label}`, await measure({ url: api, method: 'GET', next: pageReader(h, i), duration })));
         const ceiling = assertClean('bare GET', await measure({ url: bare.urls.url!, method: 'GET', next: pageReader(h, 0), duration }));
-        return { sizes, ceiling };
+        const nodeCeiling = assertClean('node:http GET', await measure({ url: node.urls.url!, method: 'GET', next: pageReader(h, 0), duration }));
+        return { sizes, ceiling, nodeCeiling };
       });
       const ceiling = median(runs.map((r) => r.ceiling.rps));
       const results: BenchResult[] = SIZES.map((s, i) => {
@@ -81,10 +84,22 @@ const bench: Bench = {
         ratio: big.median / small.median,
         notes: 'must stay ≥ 0.80 (within 20 %): a page costs O(log n + page), not O(channel size)',
       });
-      ctx.log(`history: ${runs.map((r) => r.sizes.map((m) => Math.round(m.rps)).join('/')).join(', ')} req/s (1k/100k/1M); bare ${runs.map((r) => Math.round(r.ceiling.rps)).join(', ')}`);
+      const nodeCeiling = median(runs.map((r) => r.nodeCeiling.rps));
+      results.push({
+        name: 'history-1k-vs-node',
+        figure: '100-message pages/s, 1k messages, vs bare node:http',
+        median: small.median,
+        unit: 'req/s',
+        p50: small.p50!,
+        p99: small.p99!,
+        ceiling: nodeCeiling,
+        ceilingLabel: `bare node:http GET of the same page (p50/p99 ${median(runs.map((r) => r.nodeCeiling.p50))}/${median(runs.map((r) => r.nodeCeiling.p99))} ms)`,
+        ratio: small.median / nodeCeiling,
+      });
+      ctx.log(`history: ${runs.map((r) => r.sizes.map((m) => Math.round(m.rps)).join('/')).join(', ')} req/s (1k/100k/1M); bare koa ${runs.map((r) => Math.round(r.ceiling.rps)).join(', ')}; node:http ${runs.map((r) => Math.round(r.nodeCeiling.rps)).join(', ')}`);
       return results;
     } finally {
-      await Promise.all([svc.stop(), bare.stop()]);
+      await Promise.all([svc.stop(), bare.stop(), node.stop()]);
     }
   },
 };

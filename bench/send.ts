@@ -1,7 +1,7 @@
 /**
  * `send`: message sends/s and p50/p99 at 50 connections through the real API (session lookup, access,
  * decide, append to SQLite with group commit, projection, read-your-writes, the created message read back),
- * next to a bare koa route answering a JSON POST of the same body in the same run. RATE_LIMITS=off (the
+ * next to a bare koa route and a bare node:http server answering a JSON POST of the same body in the same run. RATE_LIMITS=off (the
  * limiter is measured by `limits`), and the sends are spread over 10 users × 20 channels anyway, so neither
  * the limits nor one stream's lock is what is measured.
  */
@@ -29,6 +29,7 @@ const bench: Bench = {
       REDIS_PREFIX: prefix,
     });
     const bare = await startServer('bare');
+    const node = await startServer('node');
     try {
       const api = svc.urls.apiUrl!;
       const users: BenchUser[] = [];
@@ -45,13 +46,18 @@ const bench: Bench = {
       // Warm both up (JIT, connections, SQLite pages) before measuring.
       await measure({ url: api, method: 'POST', next, duration: 2 });
       await measure({ url: bare.urls.url!, method: 'POST', next, duration: 1 });
+      await measure({ url: node.urls.url!, method: 'POST', next, duration: 1 });
       const runs = await repeat(ctx.repeats, async () => ({
         real: assertClean('send', await measure({ url: api, method: 'POST', next, duration })),
         ceiling: assertClean('bare POST', await measure({ url: bare.urls.url!, method: 'POST', next, duration })),
+        node: assertClean('node:http POST', await measure({ url: node.urls.url!, method: 'POST', next, duration })),
       }));
       const rps = median(runs.map((r) => r.real.rps));
       const ceiling = median(runs.map((r) => r.ceiling.rps));
-      ctx.log(`send: ${runs.map((r) => Math.round(r.real.rps)).join(', ')} req/s; bare: ${runs.map((r) => Math.round(r.ceiling.rps)).join(', ')} req/s; ${i} requests in all`);
+      const nodeCeiling = median(runs.map((r) => r.node.rps));
+      ctx.log(
+        `send: ${runs.map((r) => Math.round(r.real.rps)).join(', ')} req/s; bare koa: ${runs.map((r) => Math.round(r.ceiling.rps)).join(', ')}; node:http: ${runs.map((r) => Math.round(r.node.rps)).join(', ')}; ${i} requests in all`,
+      );
       return [
         {
           name: 'send',
@@ -65,9 +71,20 @@ const bench: Bench = {
           ratio: rps / ceiling,
           notes: 'RATE_LIMITS=off; 10 users × 20 channels; every send appends with fsync (group commit) and answers after its projection (read-your-writes)',
         },
+        {
+          name: 'send-vs-node',
+          figure: 'message sends/s, 50 connections, vs bare node:http',
+          median: rps,
+          unit: 'req/s',
+          p50: median(runs.map((r) => r.real.p50)),
+          p99: median(runs.map((r) => r.real.p99)),
+          ceiling: nodeCeiling,
+          ceilingLabel: `bare node:http JSON POST (p50/p99 ${percentile(runs.map((r) => r.node.p50), 50)}/${percentile(runs.map((r) => r.node.p99), 50)} ms)`,
+          ratio: rps / nodeCeiling,
+        },
       ];
     } finally {
-      await Promise.all([svc.stop(), bare.stop()]);
+      await Promise.all([svc.stop(), bare.stop(), node.stop()]);
       await deletePrefix(ctx.redisUrl, prefix);
     }
   },

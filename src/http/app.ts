@@ -43,7 +43,9 @@ export function requestLog(deps: AppDeps): Koa.Middleware {
     const incoming = ctx.get('X-Request-Id');
     const requestId = /^[A-Za-z0-9_-]{1,64}$/.test(incoming) ? incoming : randomUUID();
     ctx.state.requestId = requestId;
-    ctx.state.log = deps.log.child({ requestId });
+    // The child logger is made only when something logs (most requests log nothing at the default level).
+    let log: AppDeps['log'] | undefined;
+    Object.defineProperty(ctx.state, 'log', { get: () => (log ??= deps.log.child({ requestId })), configurable: true, enumerable: true });
     ctx.set('X-Request-Id', requestId);
     const started = performance.now();
     try {
@@ -52,7 +54,7 @@ export function requestLog(deps: AppDeps): Koa.Middleware {
       const ms = Math.round((performance.now() - started) * 10) / 10;
       const line = { method: ctx.method, path: withoutSecrets(ctx.path), status: ctx.status, ms };
       if (ctx.status >= 500) ctx.state.log.warn(line, 'request');
-      else ctx.state.log.debug(line, 'request');
+      else if (deps.log.isLevelEnabled('debug')) ctx.state.log.debug(line, 'request');
     }
   };
 }
