@@ -77,14 +77,18 @@ export async function buildReady(
   const memberships = await Promise.all(
     stored.map((s) => (s ? deps.readModels.hgetJson<MemberObject>(rm.serverMembers(s._id), userId) : Promise.resolve(null))),
   );
+  // Every server's channels are read at once (one pipelined round trip), then put in the servers' order.
+  const seenPerServer = await Promise.all(
+    stored.map((server, i) => (server && memberships[i] ? visibleChannels(deps, server, userId, memberships[i]!) : Promise.resolve(null))),
+  );
   for (let i = 0; i < stored.length; i++) {
     const server = stored[i];
     const member = memberships[i];
-    if (!server || !member) continue;
+    const seen = seenPerServer[i];
+    if (!server || !member || !seen) continue;
     servers.push(server);
     members.push(member);
-    const seen = await visibleChannels(deps, server, userId, member);
-    channels.push(...seen);
+    for (const c of seen) channels.push(c);
     visible.set(server._id, new Set(seen.map((c) => c._id)));
   }
 
