@@ -101,6 +101,8 @@ const schema = z
      * at most this many entries; 0 turns it off. Always off on a Redis Cluster.
      */
     FACT_CACHE_ENTRIES: z.coerce.number().int().min(0).max(10_000_000).default(100_000),
+    /** The fact cache's bound in memory (MB of keys and JSON text); the oldest entries go past it. */
+    FACT_CACHE_MB: z.coerce.number().min(1).max(65_536).default(32),
     /** How long a request waits for the fact cache's invalidation stream before emptying the cache instead (ms). */
     FACT_CACHE_STALE_MS: z.coerce.number().int().min(1).max(60_000).default(100),
     /** Milliseconds a write waits for its projection before answering 503 (read-your-writes). */
@@ -273,7 +275,7 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   projectionWaitMs: number;
   /** The fact cache: most entries (0 = off) and how long a request waits for its stream (ms). */
-  factCache: { maxEntries: number; staleMs: number };
+  factCache: { maxEntries: number; maxBytes: number; staleMs: number };
   uploadDeadlineMs: number;
   /** UNATTACHED_FILE_MAX_AGE_MS: an upload nothing used within this long is swept (its id 404, its bytes removed). */
   unattachedFileMaxAgeMs: number;
@@ -447,7 +449,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     voice: voiceConfig(c),
     logLevel: c.LOG_LEVEL,
     projectionWaitMs: c.PROJECTION_WAIT_MS,
-    factCache: { maxEntries: c.FACT_CACHE_ENTRIES, staleMs: c.FACT_CACHE_STALE_MS },
+    factCache: { maxEntries: c.FACT_CACHE_ENTRIES, maxBytes: Math.round(c.FACT_CACHE_MB * 2 ** 20), staleMs: c.FACT_CACHE_STALE_MS },
     uploadDeadlineMs: c.UPLOAD_DEADLINE_MS,
     unattachedFileMaxAgeMs: c.UNATTACHED_FILE_MAX_AGE_MS,
     fileSweepIntervalMs: c.FILE_SWEEP_INTERVAL_MS,

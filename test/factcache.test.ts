@@ -79,6 +79,31 @@ t.test('the cache rules', async (t) => {
   t.equal(cache.position(0), 130n);
 });
 
+t.test('the cache is bounded in entries and in bytes', async (t) => {
+  const byCount = new FactCache({ maxEntries: 10, staleMs: 50 });
+  byCount.useGeneration(1);
+  await byCount.reach(0, 1n);
+  for (let i = 0; i < 10; i++) byCount.finish(`server:${i}`, byCount.begin(`server:${i}`), '{}');
+  t.equal(byCount.size, 10, '10 entries are kept');
+  byCount.finish('server:10', byCount.begin('server:10'), '{}');
+  t.ok(byCount.size <= 10, 'the 11th evicts the oldest');
+  t.equal(byCount.get('server:0'), undefined, 'the oldest went first');
+  t.equal(byCount.get('server:10'), '{}');
+
+  const big = 'x'.repeat(10_000);
+  const byBytes = new FactCache({ maxEntries: 1_000_000, maxBytes: 100_000, staleMs: 50 });
+  byBytes.useGeneration(1);
+  await byBytes.reach(0, 1n);
+  for (let i = 0; i < 4; i++) byBytes.finish(`channel:${i}`, byBytes.begin(`channel:${i}`), big);
+  t.equal(byBytes.size, 4, 'four 20 kB entries fit in 100 kB');
+  for (let i = 4; i < 20; i++) byBytes.finish(`channel:${i}`, byBytes.begin(`channel:${i}`), big);
+  t.ok(byBytes.heldBytes <= 100_000, `the bytes held stay under the bound (${byBytes.heldBytes})`);
+  t.ok(byBytes.size < 5, 'entries past the bound were evicted');
+  t.equal(byBytes.get('channel:19'), big, 'the newest stays');
+  byBytes.apply(0, { g: 1, p: '5', q: '1', k: ['channel:19'] });
+  t.ok(byBytes.heldBytes < 100_000 - 20_000 + 1, 'an invalidation gives its bytes back');
+});
+
 t.test('a write through one API process is seen by the next request to another, under load', async (t) => {
   const a = await startTestService(t, { RATE_LIMITS: 'off' });
   // B applies invalidations 300 ms late; it may wait 5 s for them before emptying its cache instead.

@@ -19,6 +19,10 @@ import type { Logger } from 'pino';
 import type { RedisClient } from '../redis.ts';
 import { controlKeys } from './keys.ts';
 
+function sizeOf(key: string, raw: string | null): number {
+  return 2 * (key.length + (raw?.length ?? 0)) + 64;
+}
+
 /** Whether a logical read-model key (or hash) is cached: small facts read on every request. */
 export function isCacheableKey(logical: string): boolean {
   return CACHEABLE.test(logical);
@@ -63,6 +67,8 @@ interface Waiter {
 export interface FactCacheOptions {
   /** Most entries kept (the oldest tenth is evicted past it). */
   maxEntries: number;
+  /** Most bytes of keys and JSON text kept (counted as UTF-16 code units × 2; the oldest tenth goes past it). */
+  maxBytes?: number;
   /** How long to wait for the invalidation stream before emptying the cache instead (ms). */
   staleMs: number;
 }
@@ -70,6 +76,7 @@ export interface FactCacheOptions {
 /** See the file comment. */
 export class FactCache {
   private readonly map = new Map<string, string | null>();
+  private bytes = 0;
   private readonly pending = new Map<string, Ticket[]>();
   private readonly positions = new Map<number, bigint>();
   private waiters: Waiter[] = [];
@@ -124,33 +131,51 @@ export class FactCache {
       if (list.length === 0) this.pending.delete(key);
     }
     if (!ticket.valid) return;
-    this.map.delete(key);
+    this.remove(key);
     this.map.set(key, raw);
-    if (this.map.size > this.o.maxEntries) {
-      let n = this.map.size - Math.floor(this.o.maxEntries * 0.9);
-      for (const k of this.map.keys()) {
+    this.bytes += sizeOf(key, raw);
+    const maxBytes = this.o.maxBytes ?? Infinity;
+    if (this.map.size > this.o.maxEntries || this.bytes > maxBytes) {
+      // Evict the oldest entries in one pass, down to nine tenths of both bounds.
+      const entries = Math.floor(this.o.maxEntries * 0.9);
+      const bytes = maxBytes * 0.9;
+      for (const [k, v] of this.map) {
+        if (this.map.size <= entries && this.bytes <= bytes) break;
         this.map.delete(k);
-        if (--n <= 0) break;
+        this.bytes -= sizeOf(k, v);
       }
     }
+  }
+
+  /** Bytes the entries hold (keys and JSON text, 2 bytes per code unit). */
+  get heldBytes(): number {
+    return this.bytes;
+  }
+
+  private remove(key: string): void {
+    const v = this.map.get(key);
+    if (v === undefined) return;
+    this.map.delete(key);
+    this.bytes -= sizeOf(key, v);
   }
 
   /** Empties the cache; fetches in flight are not stored. */
   flush(): void {
     this.stats.flushes++;
     this.map.clear();
+    this.bytes = 0;
     for (const list of this.pending.values()) for (const t of list) t.valid = false;
   }
 
   private drop(key: string): void {
-    this.map.delete(key);
+    this.remove(key);
     const list = this.pending.get(key);
     if (list) for (const t of list) t.valid = false;
     if (key.includes('\n')) return;
     if (isCacheableHash(key)) {
       // The whole hash was written (deleted): every field of it goes.
       const prefix = `${key}\n`;
-      for (const k of this.map.keys()) if (k.startsWith(prefix)) this.map.delete(k);
+      for (const k of [...this.map.keys()]) if (k.startsWith(prefix)) this.remove(k);
       for (const [k, ts] of this.pending) if (k.startsWith(prefix)) for (const t of ts) t.valid = false;
     }
   }
