@@ -37,7 +37,7 @@ import { PROJECTIONS } from '../projections/index.ts';
 import type { Projection } from '../projections/types.ts';
 import type { MediaWorkers } from '../workers/media/worker.ts';
 import type { PushWorker } from '../workers/push/worker.ts';
-import { instrumentStore, trackProjector, trackQueue } from './metrics/registry.ts';
+import { instrumentStore, trackFactCache, trackProjector, trackQueue } from './metrics/registry.ts';
 import { startMetricsServer } from './metrics/server.ts';
 
 /** Extra wiring for tests and tools. */
@@ -234,6 +234,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     await projector.start();
   }
   const untrack: Array<() => void> = [];
+  if (readModels.factCache) untrack.push(trackFactCache(readModels.factCache));
   if (projector) {
     const p = projector;
     untrack.push(trackProjector({ store, partitions: () => p.runnerStates() }));

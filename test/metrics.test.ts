@@ -129,6 +129,21 @@ t.test('every metric moves when its thing happens', async (t) => {
     t.equal(await value(url, 'projector_rebuild_progress_ratio', { partition: '0' }), 1);
   });
 
+  t.test('the fact cache', async (t) => {
+    const u = await signup(s);
+    // Onboarding wrote the session last: the first request reads it from Redis and caches it.
+    await u.api.get('/users/@me');
+    const hits = await value(url, 'fact_cache', { what: 'hits' });
+    for (let i = 0; i < 3; i++) await u.api.get('/users/@me');
+    const after = await value(url, 'fact_cache', { what: 'hits' });
+    t.ok(after >= hits + 3, `each request finds its session in the cache (${hits} → ${after}; misses ${await value(url, 'fact_cache', { what: 'misses' })}, flushes ${await value(url, 'fact_cache', { what: 'flushes' })})`);
+    t.ok((await value(url, 'fact_cache', { what: 'entries' })) > 0, 'entries held');
+    t.ok((await value(url, 'fact_cache', { what: 'bytes' })) > 0, 'bytes held');
+    const invalidated = await value(url, 'fact_cache', { what: 'invalidations' });
+    await u.api.patch('/users/@me', { display_name: 'Cached' });
+    t.ok((await value(url, 'fact_cache', { what: 'invalidations' })) > invalidated, 'a write invalidates');
+  });
+
   t.test('quarantined events', async (t) => {
     const before = await value(url, 'projector_quarantined_events_total', { partition: '3' });
     countQuarantinedEvent(3);

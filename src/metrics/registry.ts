@@ -322,3 +322,40 @@ export const gatewaySlowDropped = new client.Counter({
   help: 'Gateway sockets cut for being too slow (unsent bytes over GATEWAY_MAX_BUFFERED_BYTES)',
   registers: [registry],
 });
+
+// ------------------------------------------------------------------------------------------ fact cache
+
+/** What the fact-cache gauges read at scrape time. */
+export interface FactCacheSource {
+  size: number;
+  heldBytes: number;
+  stats: { hits: number; misses: number; invalidations: number; flushes: number };
+}
+const factCaches = new Set<FactCacheSource>();
+
+/** Registers an API process's fact cache for its gauges; returns the function that unregisters it. */
+export function trackFactCache(cache: FactCacheSource): () => void {
+  factCaches.add(cache);
+  return () => factCaches.delete(cache);
+}
+
+/** The fact cache's counters and size (src/readmodel/factCache.ts), summed over this process's caches. */
+export const factCacheGauge = new client.Gauge({
+  name: 'fact_cache',
+  help: 'API fact cache: hits, misses, invalidated keys and flushes since start, entries and bytes held now',
+  labelNames: ['what'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    const sum = { hits: 0, misses: 0, invalidations: 0, flushes: 0, entries: 0, bytes: 0 };
+    for (const c of factCaches) {
+      sum.hits += c.stats.hits;
+      sum.misses += c.stats.misses;
+      sum.invalidations += c.stats.invalidations;
+      sum.flushes += c.stats.flushes;
+      sum.entries += c.size;
+      sum.bytes += c.heldBytes;
+    }
+    for (const [what, v] of Object.entries(sum)) this.labels(what).set(v);
+  },
+});
