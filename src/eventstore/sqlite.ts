@@ -113,6 +113,7 @@ export class SqliteEventStore implements EventStore {
   private readonly wakers = new Set<() => void>();
   private readonly taps = new Set<(before: bigint, rows: Row[]) => void>();
   private counters: StoreStats = { appends: 0, commits: 0 };
+  private handedOffCount = 0;
   private readonly storeId: string;
   private readonly stmt: {
     revision: Database.Statement<[string], { revision: number }>;
@@ -354,8 +355,11 @@ export class SqliteEventStore implements EventStore {
     const loop = (async () => {
       let caughtUp = false;
       while (!stopped && !this.closed) {
-        const page =
-          handedOff.length > 0 ? handedOff.splice(0, batchSize).map(toRecorded) : this.readPage(after, batchSize);
+        let page: RecordedEvent[];
+        if (handedOff.length > 0) {
+          page = handedOff.splice(0, batchSize).map(toRecorded);
+          this.handedOffCount += page.length;
+        } else page = this.readPage(after, batchSize);
         if (page.length > 0) {
           after = page[page.length - 1]!.position;
           await options.onEvents(page);
@@ -387,6 +391,11 @@ export class SqliteEventStore implements EventStore {
 
   stats(): StoreStats {
     return { ...this.counters };
+  }
+
+  /** Events delivered to subscriptions straight from this process's commits, not read back (for tests). */
+  handedOff(): number {
+    return this.handedOffCount;
   }
 
   /** Writes the appends still queued, stops the writer thread and closes the file. */
