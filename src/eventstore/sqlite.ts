@@ -103,17 +103,30 @@ export class SqliteEventStore implements EventStore {
   private readonly db: Database.Database;
   private readonly file: string;
   private readonly opts: SqliteStoreOptions;
-  private queue: Pending[] = [];
-  private flushScheduled = false;
-  private closed = false;
-  private closing: Promise<void> | undefined;
-  private writer: Worker | undefined;
-  private inFlight: InFlight | undefined;
-  private drainWaiters: Array<() => void> = [];
+  // Mutable state lives in one object so that a wrapper made with `Object.create(store)` (tests do) shares
+  // it instead of shadowing fields with its own.
+  private readonly s: {
+    queue: Pending[];
+    flushScheduled: boolean;
+    closed: boolean;
+    closing: Promise<void> | undefined;
+    writer: Worker | undefined;
+    inFlight: InFlight | undefined;
+    drainWaiters: Array<() => void>;
+    handedOff: number;
+  } = {
+    queue: [],
+    flushScheduled: false,
+    closed: false,
+    closing: undefined,
+    writer: undefined,
+    inFlight: undefined,
+    drainWaiters: [],
+    handedOff: 0,
+  };
   private readonly wakers = new Set<() => void>();
   private readonly taps = new Set<(before: bigint, rows: Row[]) => void>();
   private counters: StoreStats = { appends: 0, commits: 0 };
-  private handedOffCount = 0;
   private readonly storeId: string;
   private readonly stmt: {
     revision: Database.Statement<[string], { revision: number }>;
@@ -160,7 +173,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   private enqueue(writes: StreamWrite[], validate: () => void): Promise<AppendResult[]> {
-    if (this.closed) return Promise.reject(new Error('event store is closed'));
+    if (this.s.closed) return Promise.reject(new Error('event store is closed'));
     this.counters.appends++;
     let serialised: WriterWrite[];
     try {
@@ -181,9 +194,9 @@ export class SqliteEventStore implements EventStore {
       return Promise.reject(err);
     }
     return new Promise((resolve, reject) => {
-      this.queue.push({ writes: serialised, resolve, reject });
-      if (!this.flushScheduled && !this.inFlight) {
-        this.flushScheduled = true;
+      this.s.queue.push({ writes: serialised, resolve, reject });
+      if (!this.s.flushScheduled && !this.s.inFlight) {
+        this.s.flushScheduled = true;
         setImmediate(() => this.flush());
       }
     });
@@ -191,7 +204,7 @@ export class SqliteEventStore implements EventStore {
 
   /** The writer thread, started on the first append. */
   private startWriter(): Worker {
-    if (this.writer) return this.writer;
+    if (this.s.writer) return this.s.writer;
     const init: WriterInit = {
       file: this.file,
       hook: this.opts.beforeCommit !== undefined,
@@ -200,18 +213,18 @@ export class SqliteEventStore implements EventStore {
     const worker = new Worker(WRITER_BOOT, { eval: true, execArgv: [], workerData: init });
     worker.on('message', (m: FromWriter) => {
       if (m.kind === 'hook') void this.runHook(worker);
-      else this.inFlight?.done(m);
+      else this.s.inFlight?.done(m);
     });
     let failure: Error | undefined;
     worker.on('error', (err) => (failure = err));
     worker.on('exit', (code) => {
-      if (this.writer === worker) this.writer = undefined;
+      if (this.s.writer === worker) this.s.writer = undefined;
       // A writer that dies with a group in flight leaves its outcome unknown: the group fails.
       const lost = failure ?? new Error(`the event store writer exited (code ${code})`);
-      this.inFlight?.done({ kind: 'failed', failure: { name: lost.name, message: lost.message } });
+      this.s.inFlight?.done({ kind: 'failed', failure: { name: lost.name, message: lost.message } });
     });
     worker.unref();
-    this.writer = worker;
+    this.s.writer = worker;
     return worker;
   }
 
@@ -228,21 +241,21 @@ export class SqliteEventStore implements EventStore {
 
   /** Hands every queued append to the writer as one group, unless a group is in flight. */
   private flush(): void {
-    this.flushScheduled = false;
-    if (this.inFlight) return;
-    const batch = this.queue;
-    this.queue = [];
+    this.s.flushScheduled = false;
+    if (this.s.inFlight) return;
+    const batch = this.s.queue;
+    this.s.queue = [];
     if (batch.length === 0) {
-      for (const w of this.drainWaiters.splice(0)) w();
+      for (const w of this.s.drainWaiters.splice(0)) w();
       return;
     }
     const worker = this.startWriter();
     worker.ref();
-    this.inFlight = {
+    this.s.inFlight = {
       batch,
       done: (m) => {
-        this.inFlight = undefined;
-        if (this.writer) this.writer.unref();
+        this.s.inFlight = undefined;
+        if (this.s.writer) this.s.writer.unref();
         this.settle(batch, m);
         this.flush();
       },
@@ -302,7 +315,7 @@ export class SqliteEventStore implements EventStore {
   async *readAll(options: ReadAllOptions = {}): AsyncIterable<RecordedEvent> {
     let after = options.after === undefined ? 0 : Number(options.after);
     let left = options.maxCount ?? Number.MAX_SAFE_INTEGER;
-    while (left > 0 && !this.closed) {
+    while (left > 0 && !this.s.closed) {
       const rows = this.stmt.readAll.all(after, Math.min(1000, left));
       if (rows.length === 0) return;
       for (const r of rows) yield toRecorded(r);
@@ -354,11 +367,11 @@ export class SqliteEventStore implements EventStore {
       });
     const loop = (async () => {
       let caughtUp = false;
-      while (!stopped && !this.closed) {
+      while (!stopped && !this.s.closed) {
         let page: RecordedEvent[];
         if (handedOff.length > 0) {
           page = handedOff.splice(0, batchSize).map(toRecorded);
-          this.handedOffCount += page.length;
+          this.s.handedOff += page.length;
         } else page = this.readPage(after, batchSize);
         if (page.length > 0) {
           after = page[page.length - 1]!.position;
@@ -395,21 +408,21 @@ export class SqliteEventStore implements EventStore {
 
   /** Events delivered to subscriptions straight from this process's commits, not read back (for tests). */
   handedOff(): number {
-    return this.handedOffCount;
+    return this.s.handedOff;
   }
 
   /** Writes the appends still queued, stops the writer thread and closes the file. */
   close(): Promise<void> {
-    this.closing ??= (async () => {
-      this.closed = true;
-      if (this.queue.length > 0 || this.inFlight) {
+    this.s.closing ??= (async () => {
+      this.s.closed = true;
+      if (this.s.queue.length > 0 || this.s.inFlight) {
         await new Promise<void>((resolve) => {
-          this.drainWaiters.push(resolve);
-          if (!this.inFlight) this.flush();
+          this.s.drainWaiters.push(resolve);
+          if (!this.s.inFlight) this.flush();
         });
       }
       this.wake();
-      const worker = this.writer;
+      const worker = this.s.writer;
       if (worker) {
         const exited = new Promise((resolve) => worker.once('exit', resolve));
         worker.ref();
@@ -418,7 +431,7 @@ export class SqliteEventStore implements EventStore {
       }
       this.db.close();
     })();
-    return this.closing;
+    return this.s.closing;
   }
 }
 
