@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import type { Worker } from 'node:worker_threads';
 import t from 'tap';
 import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
 import { WrongExpectedRevisionError, type NewEvent } from '../src/eventstore/port.ts';
@@ -96,6 +97,20 @@ t.test('the event loop keeps running while a commit is in progress', async (t) =
   t.ok(firedDuringCommit > 0, `a timer fired while the writer held the transaction (${firedDuringCommit} times)`);
   t.equal(readDuringCommit, 0, 'a read during the commit saw the state before it');
   t.equal(await store.streamRevision('warm'), 1, 'the append is visible once it resolved');
+});
+
+t.test('a writer thread that dies mid-commit fails its group; the next append starts a new writer', async (t) => {
+  const dir = tempDir(t);
+  const store = new SqliteEventStore(path.join(dir, 'e.sqlite'), { writerDelayMs: 300 });
+  t.teardown(() => store.close());
+  await store.append('a', [ev(0)], 'no_stream');
+  const writer = (store as unknown as { s: { writer?: Worker } }).s.writer!;
+  const pending = store.append('a', [ev(1)], 0);
+  // Killed while it sleeps inside the open transaction, before COMMIT.
+  setTimeout(() => void writer.terminate(), 100);
+  await t.rejects(pending, 'the append in flight fails');
+  t.equal(await store.streamRevision('a'), 0, 'nothing of it was written');
+  t.same(await store.append('a', [ev(1)], 0), { revision: 1, position: 2n }, 'a new writer takes the next append');
 });
 
 t.test('committed events are handed to caught-up subscriptions exactly as a fresh reader reads them', async (t) => {
