@@ -281,6 +281,7 @@ export class SqliteEventStore implements EventStore {
       }
       // An empty append reports the head at the time of the commit.
       p.resolve(o.ok.map((r) => ({ revision: r.revision, position: BigInt(r.position === 0 ? m.last : r.position) })));
+      if (this.taps.size === 0) continue;
       let k = 0;
       for (let j = 0; j < p.writes.length; j++) {
         const w = p.writes[j]!;
@@ -291,7 +292,7 @@ export class SqliteEventStore implements EventStore {
       }
     }
     if (m.last > 0) {
-      rows.sort((a, b) => a.position - b.position);
+      // In position order already: the writer inserts appends in group order.
       const before = BigInt(m.before);
       for (const tap of this.taps) tap(before, rows);
       this.opts.onCommit?.(BigInt(m.last));

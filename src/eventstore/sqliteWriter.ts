@@ -62,6 +62,9 @@ const head = db.prepare<[], { position: number | null }>('SELECT MAX(position) A
 const insert = db.prepare<[string, string, number, string, string, string]>(
   'INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)',
 );
+const begin = db.prepare('BEGIN IMMEDIATE');
+const commitStmt = db.prepare('COMMIT');
+const rollback = db.prepare('ROLLBACK');
 let verdict: ((failure: WriterFailure | undefined) => void) | undefined;
 
 /** Checks and inserts every append of a group; appends in the group see each other. */
@@ -114,7 +117,7 @@ function write(appends: WriterWrite[][]): { outcomes: WriterOutcome[]; last: num
 
 async function commit(appends: WriterWrite[][]): Promise<void> {
   try {
-    db.exec('BEGIN IMMEDIATE');
+    begin.run();
     const before = head.get()?.position ?? 0;
     const { outcomes, last } = write(appends);
     if (init.delayMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, init.delayMs);
@@ -125,10 +128,10 @@ async function commit(appends: WriterWrite[][]): Promise<void> {
       });
       if (failure) throw Object.assign(new Error(failure.message), failure);
     }
-    db.exec('COMMIT');
+    commitStmt.run();
     port.postMessage({ kind: 'committed', outcomes, before, last } satisfies FromWriter);
   } catch (error) {
-    if (db.inTransaction) db.exec('ROLLBACK');
+    if (db.inTransaction) rollback.run();
     const e = error instanceof Error ? error : new Error(String(error));
     const code = (e as { code?: unknown }).code;
     port.postMessage({
