@@ -46,7 +46,7 @@ const bench: Bench = {
     const redis = new Redis(ctx.redisUrl);
     const pctx: PreviewContext = {
       policy: outboundPolicy('127.0.0.0/8'),
-      limits: { timeoutMs: 10_000, maxBytes: 1_000_000, maxRedirects: 5, cacheTtlSeconds: 60, cacheMax: 1000, concurrency: 8, attempts: 1 },
+      limits: { timeoutMs: 10_000, maxBytes: 1_000_000, maxRedirects: 5, cacheTtlSeconds: 60, cacheMax: 1000, concurrency: 8, attempts: 1, jobLockMs: 30_000 },
       redis,
       prefix: 'bench:previews:',
     };

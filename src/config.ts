@@ -201,6 +201,8 @@ const schema = z
     PREVIEW_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
     /** Tries of one preview job (a worker that dies mid-job counts as one) before it is dropped. */
     PREVIEW_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+    /** A preview worker that dies mid-job loses the job to another worker after this long (ms; its lock, renewed while it lives). */
+    PREVIEW_JOB_LOCK_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
     /** Largest remote image the proxy (`GET /proxy?url=`) fetches; more → 422 FileTooLarge. */
     PROXY_MAX_BYTES: z.coerce.number().int().min(1024).max(100_000_000).default(20_000_000),
     /** Bytes of re-encoded proxy images kept in memory per media process (least recently used go first). */
@@ -327,6 +329,8 @@ export interface PreviewConfig {
   cacheMax: number;
   concurrency: number;
   attempts: number;
+  /** A dead worker's job moves to another worker after this long (ms). */
+  jobLockMs: number;
 }
 
 /** Web Push settings (VAPID_*, PUSH_*). */
@@ -492,6 +496,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       cacheMax: c.PREVIEW_CACHE_MAX,
       concurrency: c.PREVIEW_CONCURRENCY,
       attempts: c.PREVIEW_ATTEMPTS,
+      jobLockMs: c.PREVIEW_JOB_LOCK_MS,
     },
     proxy: { maxBytes: c.PROXY_MAX_BYTES, cacheBytes: c.PROXY_CACHE_BYTES, cacheTtlMs: c.PROXY_CACHE_TTL_SECONDS * 1000 },
   };

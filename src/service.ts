@@ -16,7 +16,6 @@ import { SqliteEventStore } from './eventstore/sqlite.ts';
 import { deriveSecrets, type ServiceSecrets } from './domain/account/secrets.ts';
 import { openMailQueue } from './mail/queue.ts';
 import { resolveVapid } from './push/vapid.ts';
-import { openPreviewQueue } from './previews/queue.ts';
 import { openKeyStore, type KeyStore } from './personal/keyStore.ts';
 import { PersonalDataStore } from './personal/store.ts';
 import { createApiApp } from './http/app.ts';
@@ -25,6 +24,7 @@ import { API_ROUTES } from './http/routes/index.ts';
 import { IdempotencyStore } from './idempotency/store.ts';
 import { createLogger, type Logger } from './log.ts';
 import { startGateway, type Gateway } from './gateway/gateway.ts';
+import type { PreviewWorker } from '../workers/previews/worker.ts';
 import { BlobStore } from './media/blobs.ts';
 import type { UploadQueues } from './media/uploads.ts';
 import { RateLimiter } from './ratelimit/limiter.ts';
@@ -70,6 +70,8 @@ export interface Service {
   mediaWorkers: MediaWorkers | undefined;
   /** The Web Push worker (role `worker`). */
   pushWorker: PushWorker | undefined;
+  /** The link-preview worker and its producer (role `worker`). */
+  previewWorker: PreviewWorker | undefined;
   /** The upload queues of the media server (role `media`). */
   uploads: UploadQueues | undefined;
   /** Blobs under `DATA_DIR/files`. */
@@ -217,7 +219,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     mail,
     vapid,
   };
-  if (config.roles.includes('api')) deps.previews = openPreviewQueue(config.redisUrl, config.redisPrefix, config.previews.attempts, log);
 
   let projector: Projector | undefined;
   if (config.roles.includes('projector')) {
@@ -268,10 +269,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const { startMailWorker } = await import('../workers/mail/worker.ts');
     mailWorker = startMailWorker({ redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, smtpUrl: config.email.smtpUrl, from: config.email.from, log });
   }
-  let previewWorker: { close(): Promise<void> } | undefined;
+  let previewWorker: PreviewWorker | undefined;
   if (config.roles.includes('worker')) {
     const { startPreviewWorker } = await import('../workers/previews/worker.ts');
-    previewWorker = startPreviewWorker({ config, redis, store, log });
+    previewWorker = await startPreviewWorker({ config, redis, store, log });
   }
   let voiceEnforcer: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker') && config.voice.enabled) {
@@ -357,6 +358,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     searchIndexer,
     mediaWorkers,
     pushWorker,
+    previewWorker,
     uploads,
     blobs,
     apiServer,
@@ -392,7 +394,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await bounded('mediaWorkers', mediaWorkers?.close());
         await bounded('mailWorker', mailWorker?.close());
         await bounded('previewWorker', previewWorker?.close());
-        await bounded('previews', deps.previews?.close());
         await bounded('mail', mail?.close());
         await bounded('voiceEnforcer', voiceEnforcer?.close());
         await bounded('pushWorker', pushWorker?.close());

@@ -181,7 +181,7 @@ t.test('generateEmbed and the per-URL cache', async (t) => {
   });
   const ctx: PreviewContext = {
     policy: loopback,
-    limits: { timeoutMs: 5000, maxBytes: 100_000, maxRedirects: 3, cacheTtlSeconds: 60, cacheMax: 2, concurrency: 1, attempts: 1 },
+    limits: { timeoutMs: 5000, maxBytes: 100_000, maxRedirects: 3, cacheTtlSeconds: 60, cacheMax: 2, concurrency: 1, attempts: 1, jobLockMs: 30_000 },
     redis,
     prefix,
   };

@@ -11,7 +11,6 @@ import type { MailQueue } from '../mail/queue.ts';
 import type { KeyStore } from '../personal/keyStore.ts';
 import type { SearchReader } from '../search/reader.ts';
 import type { VapidDetails } from '../push/vapid.ts';
-import type { PreviewQueue } from '../previews/queue.ts';
 
 /** Dependencies of the API and media apps. */
 export interface AppDeps {
@@ -34,6 +33,4 @@ export interface AppDeps {
   vapid?: VapidDetails;
   /** The message search index (API role; `DATA_DIR/search.sqlite`, kept by the projector role's indexer). */
   search?: SearchReader;
-  /** Link-preview jobs (API role); undefined in apps built without one (no previews are requested). */
-  previews?: PreviewQueue;
 }

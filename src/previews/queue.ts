@@ -1,13 +1,18 @@
 /**
- * The link-preview queue: a send or an edit whose content has a URL (and whose sender holds SendEmbeds)
- * enqueues a BullMQ job and answers at once; the worker role fetches the previews
- * (`workers/previews/worker.ts`) and appends `MessageAppended`. A job only names the message: the worker reads
- * the content from the message's stream, so an edit's job and the send's job never disagree.
+ * Where preview jobs come from: the event log, never a request. A `MessageSent` or `MessageEdited` whose
+ * event says `previews: true` (its content has links and the sender held SendEmbeds, decided with the
+ * message) becomes one BullMQ job, added by the worker role's subscription to the log (checkpoint
+ * `previews:cp` in Redis, shared by every worker process; the head the first time, so history — and a rebuild
+ * of the read models, which does not touch this checkpoint — is never previewed). The job id names the
+ * message and the revision of its content: several workers, or a replay after a crash, add it once. A job
+ * only names the message: the worker reads the content from the message's stream
+ * (`workers/previews/worker.ts`), so an edit's job and the send's job never disagree.
  */
 import { Queue } from 'bullmq';
+import type { EventStore, RecordedEvent, Subscription } from '../eventstore/port.ts';
 import type { Logger } from '../log.ts';
-import { bullConnection, bullPrefix } from '../../workers/media/jobs.ts';
-import { previewUrls } from './urls.ts';
+import type { RedisClient } from '../redis.ts';
+import { MESSAGE_STREAM } from '../domain/message/events.ts';
 
 /** The BullMQ queue of previews. */
 export const PREVIEW_QUEUE = 'previews';
@@ -20,33 +25,72 @@ export interface PreviewJob {
   channelId: string;
 }
 
-/** Where requests put preview jobs. */
-export interface PreviewQueue {
-  /** Enqueues previews of a message when its content has URLs; never throws (a failure is logged). */
-  request(job: PreviewJob, content: string | undefined): Promise<void>;
+/** Keeps the checkpoint at the highest position given (several workers move it concurrently). */
+const MAX_CP = `local c = redis.call('get', KEYS[1]) if (not c) or tonumber(c) < tonumber(ARGV[1]) then redis.call('set', KEYS[1], ARGV[1]) end return 1`;
+
+/** The preview job an event asks for (with its id), or undefined. */
+export function previewJobOf(e: RecordedEvent): { id: string; job: PreviewJob } | undefined {
+  if ((e.type !== 'MessageSent' && e.type !== 'MessageEdited') || !e.stream.startsWith(MESSAGE_STREAM)) return undefined;
+  const data = e.data as { previews?: boolean; channel?: string; message?: { channel: string } };
+  if (data.previews !== true) return undefined;
+  const messageId = e.stream.slice(MESSAGE_STREAM.length);
+  const channelId = e.type === 'MessageSent' ? data.message!.channel : data.channel!;
+  return { id: `p-${messageId}-${e.revision}`, job: { messageId, channelId } };
+}
+
+/** The producer: a subscription from `previews:cp` that adds a job per event asking for previews. */
+export interface PreviewProducer {
+  /** Resolves once the subscription has passed the head it found. */
+  caughtUp: Promise<void>;
   close(): Promise<void>;
 }
 
-/** The BullMQ-backed queue; `attempts` tries per job with exponential backoff. */
-export function openPreviewQueue(redisUrl: string, redisPrefix: string, attempts: number, log: Logger): PreviewQueue {
-  const queue = new Queue<PreviewJob>(PREVIEW_QUEUE, { connection: bullConnection(redisUrl), prefix: bullPrefix(redisPrefix, redisUrl) });
-  queue.on('error', (err) => log.warn({ err: err.message }, 'preview queue error'));
-  return {
-    async request(job, content) {
-      if (content === undefined || previewUrls(content).length === 0) return;
-      try {
-        await queue.add(PREVIEW_JOB, job, {
-          attempts,
-          backoff: { type: 'exponential', delay: 500 },
-          removeOnComplete: true,
-          removeOnFail: { age: 24 * 3600 },
-        });
-      } catch (err) {
-        log.error({ err: (err as Error).message }, 'preview could not be queued');
+/** Starts the producer on `queue`; `attempts` tries per job with exponential backoff. */
+export async function startPreviewProducer(o: {
+  store: EventStore;
+  redis: RedisClient;
+  redisPrefix: string;
+  queue: Queue<PreviewJob>;
+  attempts: number;
+  log: Logger;
+}): Promise<PreviewProducer> {
+  const cpKey = `${o.redisPrefix}previews:cp`;
+  let raw = await o.redis.get(cpKey);
+  if (raw === null) {
+    // The first worker ever: start at the head, and remember it at once (a worker that stops before any
+    // event arrives must not make the next one start at a later head and skip what came between).
+    const head = (await o.store.headPosition()) ?? 0n;
+    await o.redis.set(cpKey, head.toString(), 'NX');
+    raw = (await o.redis.get(cpKey)) ?? head.toString();
+  }
+  const after = BigInt(raw) > 0n ? BigInt(raw) : undefined;
+  let resolveCaughtUp!: () => void;
+  const caughtUp = new Promise<void>((r) => (resolveCaughtUp = r));
+  const opts = {
+    attempts: o.attempts,
+    backoff: { type: 'exponential', delay: 500 },
+    // Kept an hour after completion, so a second producer adding the same id meanwhile adds nothing.
+    removeOnComplete: { age: 3600 },
+    removeOnFail: { age: 24 * 3600 },
+  };
+  const sub: Subscription = o.store.subscribe({
+    ...(after !== undefined ? { after } : {}),
+    onCaughtUp: () => resolveCaughtUp(),
+    onError: (err) => o.log.error({ err }, 'preview subscription failed'),
+    onEvents: async (events) => {
+      const jobs = [];
+      for (const e of events) {
+        const p = previewJobOf(e);
+        if (p) jobs.push({ name: PREVIEW_JOB, data: p.job, opts: { ...opts, jobId: p.id } });
       }
+      if (jobs.length > 0) await o.queue.addBulk(jobs);
+      await o.redis.eval(MAX_CP, 1, cpKey, events[events.length - 1]!.position.toString());
     },
+  });
+  return {
+    caughtUp,
     async close() {
-      await queue.close();
+      await sub.close();
     },
   };
 }

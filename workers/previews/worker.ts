@@ -7,7 +7,7 @@
  * (an edit, a reaction) fails the append; the job is retried and decides again from the new state.
  */
 import os from 'node:os';
-import { Worker, type Job } from 'bullmq';
+import { Queue, Worker, type Job } from 'bullmq';
 import type { RedisClient } from '../../src/redis.ts';
 import type { Config } from '../../src/config.ts';
 import { upcast } from '../../src/domain/events.ts';
@@ -17,12 +17,16 @@ import { toNewEvent } from '../../src/domain/events.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
 import type { Logger } from '../../src/log.ts';
 import { previewOf, type PreviewContext } from '../../src/previews/generate.ts';
-import { PREVIEW_QUEUE, type PreviewJob } from '../../src/previews/queue.ts';
+import { PREVIEW_QUEUE, startPreviewProducer, type PreviewJob } from '../../src/previews/queue.ts';
 import { MAX_PREVIEWED_URLS, previewUrls } from '../../src/previews/urls.ts';
 import { bullConnection, bullPrefix } from '../media/jobs.ts';
 
 /** A running preview worker. */
 export interface PreviewWorker {
+  /** Resolves once the producer has passed the log's head it found at start. */
+  caughtUp: Promise<void>;
+  /** The queue its producer adds to (tests count its jobs). */
+  queue: Queue<PreviewJob>;
   close(): Promise<void>;
 }
 
@@ -61,27 +65,40 @@ export async function runPreviewJob(job: PreviewJob, deps: { store: EventStore; 
   return embeds;
 }
 
-/** Starts the worker. */
-export function startPreviewWorker(o: { config: Config; redis: RedisClient; store: EventStore; log: Logger }): PreviewWorker {
+/** Starts the worker and the producer that turns the log's preview requests into its jobs. */
+export async function startPreviewWorker(o: { config: Config; redis: RedisClient; store: EventStore; log: Logger }): Promise<PreviewWorker> {
   const ctx: PreviewContext = { policy: o.config.outbound, limits: o.config.previews, redis: o.redis, prefix: o.config.redisPrefix };
+  const connection = bullConnection(o.config.redisUrl);
+  const prefix = bullPrefix(o.config.redisPrefix, o.config.redisUrl);
+  const lockMs = o.config.previews.jobLockMs;
   const worker = new Worker<PreviewJob>(
     PREVIEW_QUEUE,
     async (job: Job<PreviewJob>) => {
       await runPreviewJob(job.data, { store: o.store, ctx, requestId: `preview-${job.id ?? ''}` });
     },
     {
-      connection: bullConnection(o.config.redisUrl),
-      prefix: bullPrefix(o.config.redisPrefix, o.config.redisUrl),
+      connection,
+      prefix,
       concurrency: o.config.previews.concurrency,
+      // A worker that dies mid-job holds its lock until it expires; then the job is stalled and runs elsewhere.
+      lockDuration: lockMs,
+      stalledInterval: lockMs,
       name: `${os.hostname()}:${process.pid}`,
     },
   );
   worker.on('error', (err) => o.log.warn({ err: err.message }, 'preview worker error'));
   // Never the URLs: only the job and the attempt.
   worker.on('failed', (job, err) => o.log.warn({ job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'previews not appended (will retry)'));
+  const queue = new Queue<PreviewJob>(PREVIEW_QUEUE, { connection, prefix });
+  queue.on('error', (err) => o.log.warn({ err: err.message }, 'preview queue error'));
+  const producer = await startPreviewProducer({ store: o.store, redis: o.redis, redisPrefix: o.config.redisPrefix, queue, attempts: o.config.previews.attempts, log: o.log });
   return {
+    caughtUp: producer.caughtUp,
+    queue,
     async close() {
+      await producer.close();
       await worker.close();
+      await queue.close();
     },
   };
 }

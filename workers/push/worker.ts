@@ -255,8 +255,15 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     if (job && (err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1))) release(job);
   });
 
-  const raw = await redis.get(cpKey);
-  const after = raw === null ? await store.headPosition() : BigInt(raw);
+  let raw = await redis.get(cpKey);
+  if (raw === null) {
+    // The first worker ever: start at the head, and remember it at once (a worker that stops before any
+    // event arrives must not make the next one start at a later head and skip what came between).
+    const head = (await store.headPosition()) ?? 0n;
+    await redis.set(cpKey, head.toString(), 'NX');
+    raw = (await redis.get(cpKey)) ?? head.toString();
+  }
+  const after = BigInt(raw) > 0n ? BigInt(raw) : undefined;
   let resolveCaughtUp!: () => void;
   const caughtUp = new Promise<void>((r) => (resolveCaughtUp = r));
   const sub: Subscription = store.subscribe({

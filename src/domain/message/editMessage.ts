@@ -1,7 +1,8 @@
 /** EditMessage: PATCH /channels/:id/messages/:mid (reference §3.7; DESIGN §4 "lengths", "content + embeds ceiling"). */
+import { previewUrls } from '../../previews/urls.ts';
 import { AppError } from '../../errors.ts';
 import { Permission } from '../../permissions/bits.ts';
-import { requireAll, require as requirePermission } from '../../permissions/calculate.ts';
+import { has, requireAll, require as requirePermission } from '../../permissions/calculate.ts';
 import type { DomainEvent } from '../events.ts';
 import type { FileObject } from '../shared.ts';
 import { MESSAGE_LIMITS, bodyLength, toTextEmbed, type SendableEmbed } from './sendMessage.ts';
@@ -69,5 +70,7 @@ export function decideEditMessage(cmd: EditMessage, message: MessageState, ctx: 
       }),
     );
   }
-  return [{ type: 'MessageEdited', data: { channel: message.channel, data, edited: ctx.now } }];
+  // New content gets new link previews (the worker's, from this event) when the author may embed.
+  const previews = cmd.content !== undefined && has(ctx.permissions, Permission.SendEmbeds) && previewUrls(cmd.content).length > 0;
+  return [{ type: 'MessageEdited', data: { channel: message.channel, data, edited: ctx.now, ...(previews ? { previews: true as const } : {}) } }];
 }

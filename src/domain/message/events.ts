@@ -144,12 +144,19 @@ export const messageEvents = {
      * mass mention); absent = `message.mentions`. A message flagged SuppressNotifications (2) records nobody.
      */
     mentionedUsers: z.array(z.string()).optional(),
+    /**
+     * The content has links to preview and the sender held SendEmbeds: the preview worker (Stoat's January)
+     * fetches them from this event (`workers/previews/worker.ts`). Absent: no previews.
+     */
+    previews: z.literal(true).optional(),
   }),
   /** The author edited the message: the fields in `data` replace the old ones; `edited` is the ISO time. */
   MessageEdited: z.object({
     channel: z.string(),
     data: z.object({ content: z.string().optional(), embeds: z.array(EmbedObject).optional() }),
     edited: z.string(),
+    /** The new content has links to preview and the author held SendEmbeds (as `MessageSent.previews`). */
+    previews: z.literal(true).optional(),
   }),
   /**
    * Link previews of the content were fetched (the preview worker, Stoat's January): `embeds` are added after

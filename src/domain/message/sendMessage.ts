@@ -10,7 +10,8 @@
  */
 import { AppError } from '../../errors.ts';
 import { Permission } from '../../permissions/bits.ts';
-import { requireAll, require as requirePermission } from '../../permissions/calculate.ts';
+import { has, requireAll, require as requirePermission } from '../../permissions/calculate.ts';
+import { previewUrls } from '../../previews/urls.ts';
 import { codepointLength } from '../../text.ts';
 import type { DomainEvent } from '../events.ts';
 import type { FileObject } from '../shared.ts';
@@ -232,7 +233,10 @@ export function decideSendMessage(cmd: SendMessage, facts: SendFacts): DomainEve
   // A suppressed message says so by its flag (the projection records nothing for it): no field needed.
   const suppressed = (flags & FLAG_SUPPRESS_NOTIFICATIONS) !== 0;
   const sameAsMessage = mentionedUsers.length === mentions.length && mentionedUsers.every((id, i) => id === mentions[i]);
-  return [{ type: 'MessageSent', data: suppressed || sameAsMessage ? { message } : { message, mentionedUsers } }];
+  const data: Extract<DomainEvent, { type: 'MessageSent' }>['data'] = suppressed || sameAsMessage ? { message } : { message, mentionedUsers };
+  // Link previews are the worker's, from this event: only for senders who may embed (Stoat's January).
+  if (message.content !== undefined && has(facts.permissions, Permission.SendEmbeds) && previewUrls(message.content).length > 0) data.previews = true;
+  return [{ type: 'MessageSent', data }];
 }
 
 /** A sendable embed as stored: a Text embed with its media File. */

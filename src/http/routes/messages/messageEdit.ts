@@ -1,7 +1,5 @@
 // PATCH /channels/:channel_id/messages/:message_id — {content?, embeds?} → the Message with `edited` (author only; SendMessage).
 import { checkEditMessage, decideEditMessage, editFileIds } from '../../../domain/message/editMessage.ts';
-import { Permission } from '../../../permissions/bits.ts';
-import { has } from '../../../permissions/calculate.ts';
 import { defineRoute } from '../../route.ts';
 import { onMessage } from './command.ts';
 import { claimAttachments, fileLocks } from './files.ts';
@@ -20,7 +18,6 @@ export default defineRoute({
     const messageId = rc.params.message_id!;
     const cmd = { content: body.content ?? undefined, embeds: body.embeds ? body.embeds.map(embedOf) : undefined };
     const fileIds = editFileIds(cmd);
-    let mayEmbed = false;
     await onMessage(
       rc,
       channelId,
@@ -28,14 +25,12 @@ export default defineRoute({
       async (a, message) => {
         const ctx = { userId: rc.caller.userId, permissions: a.permissions };
         checkEditMessage(cmd, message, ctx);
-        mayEmbed = has(a.permissions, Permission.SendEmbeds);
         const claimed = await claimAttachments(deps, fileIds, rc.caller.userId, messageId);
         return { events: decideEditMessage(cmd, message, { ...ctx, now: new Date(deps.now()).toISOString(), files: claimed.files }), also: claimed.writes };
       },
       { lock: fileLocks(deps, fileIds, undefined) },
     );
-    // New content gets new link previews (the old ones were dropped by the edit).
-    if (mayEmbed && cmd.content !== undefined) await deps.previews?.request({ messageId, channelId }, cmd.content);
+    // New content gets new link previews: the edit's event says so, and the worker role fetches them.
     return currentMessage(deps, channelId, messageId);
   },
 });
