@@ -30,6 +30,7 @@ import type { Config } from '../../src/config.ts';
 import { decidePushGone } from '../../src/domain/account/push.ts';
 import type { AccountState } from '../../src/domain/account/state.ts';
 import { SYSTEM_AUTHOR, type MessageObject } from '../../src/domain/message/events.ts';
+import { RELATIONS_STREAM } from '../../src/domain/relationship/events.ts';
 import { recipientsOf, type PrivateChannelState } from '../../src/domain/private/state.ts';
 import type { EventStore, Subscription } from '../../src/eventstore/port.ts';
 import type { Logger } from '../../src/log.ts';
@@ -50,6 +51,19 @@ export interface MessageJob {
   message: MessageObject;
   mentionedUsers?: string[];
   /** The event's scope (server id, or the private channel's id) and position: the read models must have passed it. */
+  scope: string;
+  position: string;
+}
+
+/** A friend request received, or accepted (from a `RelationshipChanged`), to notify `userId` of (Stoat's fr_received / fr_accepted). */
+export interface FriendJob {
+  kind: 'received' | 'accepted';
+  /** Who is notified. */
+  userId: string;
+  /** Who sent the request, or who accepted it. */
+  other: string;
+  /** The event's id (the notification's identity), scope and position. */
+  eventId: string;
   scope: string;
   position: string;
 }
@@ -149,7 +163,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
   const budgetWindowMs = push.attempts * push.timeoutMs + push.retryDelayMs * 2 ** push.attempts + 60_000;
   const lockMs = push.timeoutMs + 5000;
 
-  const queue = new Queue<MessageJob | SendJob>(PUSH_QUEUE, { connection, prefix });
+  const queue = new Queue<MessageJob | SendJob | FriendJob>(PUSH_QUEUE, { connection, prefix });
   queue.on('error', (err) => log.warn({ err: err.message }, 'push queue error'));
   const untrack = trackQueue(PUSH_QUEUE, queue);
   const retry = {
@@ -158,6 +172,27 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     // Kept an hour after success, so the same id added again (a replay) is not delivered twice.
     removeOnComplete: { age: 3600 },
     removeOnFail: { age: 24 * 3600 },
+  };
+
+  /** Queues a payload to every subscribed session of the user (within the user's budget); returns how many. */
+  const toSessions = async (userId: string, notificationId: string, payload: string): Promise<number> => {
+    let queued = 0;
+    const account = await readModels.getJson<AccountState>(rm.account(userId));
+    for (const [sessionId, session] of Object.entries(account?.sessions ?? {})) {
+      if (!session.subscription) continue;
+      // A session whose record is gone no longer authenticates (a suspension or ban ends sessions that way).
+      if ((await readModels.getJson(rm.session(session.tokenHash))) === null) continue;
+      const jobId = `s-${notificationId}-${sessionId}`;
+      const admitted = await redis.eval(ADMIT, 1, pushBudgetKey(config.redisPrefix, userId), jobId, Date.now(), budgetWindowMs, push.userLimit);
+      if (admitted !== 1) {
+        log.warn({ user: userId, notification: notificationId }, 'push dropped: the user has PUSH_USER_LIMIT pushes pending');
+        continue;
+      }
+      const data: SendJob = { userId, sessionId, endpoint: session.subscription.endpoint, messageId: notificationId, payload };
+      await queue.add('send', data, { ...retry, jobId });
+      queued++;
+    }
+    return queued;
   };
 
   const fanOut = async (job: Job<MessageJob>): Promise<number> => {
@@ -179,24 +214,20 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     const author = await readModels.getJson<PushAuthor>(rm.user(message.author));
     const payload = JSON.stringify(pushNotificationOf(message, author, { app: config.appUrl, api: config.publicUrl, media: config.mediaPublicUrl }));
     let queued = 0;
-    for (const userId of allowed) {
-      const account = await readModels.getJson<AccountState>(rm.account(userId));
-      for (const [sessionId, session] of Object.entries(account?.sessions ?? {})) {
-        if (!session.subscription) continue;
-        // A session whose record is gone no longer authenticates (a suspension or ban ends sessions that way).
-        if ((await readModels.getJson(rm.session(session.tokenHash))) === null) continue;
-        const jobId = `s-${message._id}-${sessionId}`;
-        const admitted = await redis.eval(ADMIT, 1, pushBudgetKey(config.redisPrefix, userId), jobId, Date.now(), budgetWindowMs, push.userLimit);
-        if (admitted !== 1) {
-          log.warn({ user: userId, message: message._id }, 'push dropped: the user has PUSH_USER_LIMIT pushes pending');
-          continue;
-        }
-        const data: SendJob = { userId, sessionId, endpoint: session.subscription.endpoint, messageId: message._id, payload };
-        await queue.add('send', data, { ...retry, jobId });
-        queued++;
-      }
-    }
+    for (const userId of allowed) queued += await toSessions(userId, message._id, payload);
     return queued;
+  };
+
+  // Stoat's pushd sends friend requests and acceptances to every subscribed session (no online filter, no
+  // notification setting), as `{"body": "<name> sent you a friend request"}` / `"… accepted your friend request"`.
+  const friendFanOut = async (job: Job<FriendJob>): Promise<number> => {
+    const { kind, userId, other, eventId, scope, position } = job.data;
+    await readModels.waitFor(scope, BigInt(position));
+    const profile = await readModels.getJson<{ username?: string; discriminator?: string; display_name?: string }>(rm.user(other));
+    if (!profile) return 0;
+    const name = profile.display_name ?? `${profile.username ?? 'Someone'}#${profile.discriminator ?? '0000'}`;
+    const body = kind === 'received' ? `${name} sent you a friend request` : `${name} accepted your friend request`;
+    return toSessions(userId, `fr-${eventId}`, JSON.stringify({ body }));
   };
 
   const send = async (job: Job<SendJob>): Promise<SendOutcome> => {
@@ -232,9 +263,9 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     throw new UnrecoverableError(`push service refused the notification: ${status}`);
   };
 
-  const processJob = async (job: Job<MessageJob | SendJob>): Promise<unknown> =>
-    job.name === 'message' ? fanOut(job as Job<MessageJob>) : send(job as Job<SendJob>);
-  const worker = new Worker<MessageJob | SendJob>(PUSH_QUEUE, timedJob(PUSH_QUEUE, processJob), {
+  const processJob = async (job: Job<MessageJob | SendJob | FriendJob>): Promise<unknown> =>
+    job.name === 'message' ? fanOut(job as Job<MessageJob>) : job.name === 'friend' ? friendFanOut(job as Job<FriendJob>) : send(job as Job<SendJob>);
+  const worker = new Worker<MessageJob | SendJob | FriendJob>(PUSH_QUEUE, timedJob(PUSH_QUEUE, processJob), {
     connection,
     prefix,
     concurrency: 16,
@@ -242,7 +273,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     stalledInterval: lockMs,
     name: `${os.hostname()}:${process.pid}`,
   });
-  const release = (job: Job<MessageJob | SendJob> | undefined): void => {
+  const release = (job: Job<MessageJob | SendJob | FriendJob> | undefined): void => {
     if (job?.name !== 'send') return;
     const d = job.data as SendJob;
     void redis.zrem(pushBudgetKey(config.redisPrefix, d.userId), job.id ?? '').catch(() => {});
@@ -271,8 +302,19 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     onCaughtUp: () => resolveCaughtUp(),
     onError: (err) => log.error({ err }, 'push subscription failed'),
     onEvents: async (events) => {
-      const jobs: Array<{ name: string; data: MessageJob; opts: { jobId: string } & typeof retry }> = [];
+      const jobs: Array<{ name: string; data: MessageJob | FriendJob; opts: { jobId: string } & typeof retry }> = [];
       for (const e of events) {
+        if (e.type === 'RelationshipChanged' && e.stream.startsWith(RELATIONS_STREAM)) {
+          // `userId` received a request (Incoming), or `other` accepted the request `userId` had sent: the
+          // acceptance is the pair of Friend events its acceptor (the actor) appended; `userId` is told on its own stream.
+          const d = e.data as { userId: string; other: string; status: string };
+          const kind = d.status === 'Incoming' ? 'received' : d.status === 'Friend' && e.metadata.actor === d.other ? 'accepted' : undefined;
+          if (kind) {
+            const data: FriendJob = { kind, userId: d.userId, other: d.other, eventId: e.id, scope: e.metadata.scope, position: e.position.toString() };
+            jobs.push({ name: 'friend', data, opts: { ...retry, jobId: `f-${e.id}` } });
+          }
+          continue;
+        }
         if (e.type !== 'MessageSent') continue;
         const sent = e.data as { message: MessageObject; mentionedUsers?: string[] };
         if (sent.message.author === SYSTEM_AUTHOR) continue;
