@@ -26,6 +26,7 @@
  * | unmatched paths (the caller passes pattern `*`)      | `catch-all` | 20           | `METHOD *`                  |
  * | media server uploads (the caller passes the concrete `/attachments`, `/icons`, …) | `catch-all` | 20 | `POST /attachments` … |
  * | `GET /proxy` (media server image proxy)              | `proxy`     | 120          | `GET /proxy` (per caller)   |
+ * | `GET /embed` (media server link preview of one URL)  | `proxy`     | 120          | `GET /embed` (per caller)   |
  */
 
 import { createHash } from 'node:crypto';
@@ -233,7 +234,7 @@ export function classify(
       const send = m === 'POST' && segments.length === 4 && segments[3] === 'messages';
       return { bucket: send ? 'messaging' : 'channels', resource: id };
     }
-  } else if (m === 'GET' && path === '/proxy') {
+  } else if (m === 'GET' && (path === '/proxy' || path === '/embed')) {
     return { bucket: 'proxy', resource: `${m} ${pattern}` };
   } else if (segments[0] === '' && root === 'bots') {
     return { bucket: 'bots', resource: callerKey };

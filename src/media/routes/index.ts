@@ -5,10 +5,11 @@ import original from './original.ts';
 import preview from './preview.ts';
 import root from './root.ts';
 import { proxyRoute } from './proxy.ts';
+import { embedRoute } from './embed.ts';
 import { ImageProxy } from '../proxy.ts';
 import { uploadRoutes } from './upload.ts';
 
 /** The routes, literal paths first. */
 export function mediaRoutes(deps: MediaDeps): MediaRoute[] {
-  return [root, proxyRoute(new ImageProxy(deps.config)), ...uploadRoutes(deps), preview, original];
+  return [root, proxyRoute(new ImageProxy(deps.config)), embedRoute(deps), ...uploadRoutes(deps), preview, original];
 }
