@@ -13,9 +13,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { EventStore, Subscription } from '../eventstore/port.ts';
+import type { EventStore, RecordedEvent, Subscription } from '../eventstore/port.ts';
 import { upcast } from '../domain/events.ts';
 import { SearchCheckpointMoved, SearchIndex } from './index.ts';
+
+/** How long live events are gathered before they are written in one transaction (ms). */
+const GATHER_MS = 25;
 
 /** Options of the indexer. */
 export interface SearchIndexerOptions {
@@ -35,6 +38,8 @@ export class SearchIndexer {
   private readonly holder = randomUUID();
   private index: SearchIndex | undefined;
   private sub: Subscription | undefined;
+  /** Writes the events gathered but not yet written (set while following). */
+  private flushPending: (() => void) | undefined;
   private checkpoint: bigint | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -87,21 +92,48 @@ export class SearchIndexer {
     const index = this.index!;
     this.checkpoint = index.checkpoint();
     this.o.log.info({ checkpoint: this.checkpoint?.toString() }, 'search indexer following the log');
+    // Live events come a few at a time (each group commit of the log): they are gathered for a moment and
+    // written in one transaction, instead of one transaction per commit. Events gathered but not written when
+    // the process dies are read again from the log (the index's own checkpoint has not passed them).
+    let pending: RecordedEvent[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    const fail = (err: unknown) => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      pending = [];
+      if (err instanceof SearchCheckpointMoved) this.o.log.warn({ err: err.message }, 'search checkpoint moved; starting over from it');
+      else this.o.log.error({ err }, 'search indexer failed; starting over');
+      void this.unfollow().then(() => {
+        if (!this.stopped) setTimeout(() => this.tick(), 200).unref();
+      });
+    };
+    const write = () => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      if (pending.length === 0 || this.stopped || this.index !== index) return;
+      const events = pending;
+      pending = [];
+      try {
+        this.checkpoint = index.applyBatch(events, this.checkpoint, upcast);
+      } catch (err) {
+        fail(err);
+      }
+    };
+    this.flushPending = write;
     this.sub = this.o.store.subscribe({
       ...(this.checkpoint !== undefined ? { after: this.checkpoint } : {}),
       batchSize: this.o.batchSize ?? 1000,
       onEvents: (events) => {
         if (this.stopped) return;
-        this.checkpoint = index.applyBatch(events, this.checkpoint, upcast);
+        for (const e of events) pending.push(e);
+        if (pending.length >= (this.o.batchSize ?? 1000)) write();
+        else timer ??= setTimeout(write, GATHER_MS);
       },
-      onCaughtUp: () => this.caughtUpResolve(),
-      onError: (err) => {
-        if (err instanceof SearchCheckpointMoved) this.o.log.warn({ err: err.message }, 'search checkpoint moved; starting over from it');
-        else this.o.log.error({ err }, 'search indexer failed; starting over');
-        void this.unfollow().then(() => {
-          if (!this.stopped) setTimeout(() => this.tick(), 200).unref();
-        });
+      onCaughtUp: () => {
+        write();
+        this.caughtUpResolve();
       },
+      onError: fail,
     });
   }
 
@@ -109,6 +141,9 @@ export class SearchIndexer {
     const sub = this.sub;
     this.sub = undefined;
     await sub?.close();
+    // What was gathered is written before the file is let go (read again from the log otherwise).
+    this.flushPending?.();
+    this.flushPending = undefined;
   }
 
   /** Stops following, gives the lease up and closes the file. */
