@@ -13,7 +13,8 @@
  * - a user, server, role, member, channel or group field replaced by another file or removed; a user
  *   account deleted; a member leaving; a role deleted; an emoji deleted;
  * - a server deleted: its icon and banner, its roles' icons, its members' avatars, its emoji, its channels'
- *   icons and messages' files.
+ *   icons and messages' files;
+ * - a webhook's avatar replaced or removed, the webhook deleted, or its channel (group, server) deleted.
  *
  * It runs before the projections that keep the owners' state (accounts, servers, channels, emojis, messages,
  * private channels: see `projections/index.ts`) and reads that state as it was before the event, like the
@@ -28,6 +29,7 @@ import type { MessageState } from '../src/domain/message/state.ts';
 import type { EmojiObject, MemberObject } from '../src/domain/models.ts';
 import type { PrivateChannelState } from '../src/domain/private/state.ts';
 import type { ServerState } from '../src/domain/server/state.ts';
+import type { WebhookState } from '../src/domain/webhook/state.ts';
 import type { FileObject } from '../src/domain/shared.ts';
 import { rm } from '../src/readmodel/keys.ts';
 import type { Projection, ProjectionTx } from './types.ts';
@@ -50,8 +52,14 @@ function replaced(tx: ProjectionTx, e: StoredEvent, before: FileObject | undefin
   if (after !== undefined ? after._id !== before._id : removed) detach(tx, e, before._id);
 }
 
-/** Detaches every file of a channel's messages and drops the index. */
+/** Detaches the avatars of a channel's webhooks (the channel, group or server is deleted: its webhooks go). */
+async function dropWebhookAvatars(tx: ProjectionTx, e: StoredEvent, channelId: string): Promise<void> {
+  for (const id of await tx.smembers(rm.channelWebhooks(channelId))) detach(tx, e, (await tx.getJson<WebhookState>(rm.webhook(id)))?.avatar?._id);
+}
+
+/** Detaches every file of a channel's messages and its webhooks' avatars, and drops the index. */
 async function dropChannelFiles(tx: ProjectionTx, e: StoredEvent, channelId: string): Promise<void> {
+  await dropWebhookAvatars(tx, e, channelId);
   const files = await tx.hgetallJson<string>(rm.channelFiles(channelId));
   detach(tx, e, ...files.keys());
   tx.del(rm.channelFiles(channelId));
@@ -76,6 +84,8 @@ export const fileUsesProjection: Projection = {
     'EmojiDeleted',
     'GroupEdited',
     'GroupDeleted',
+    'WebhookEdited',
+    'WebhookDeleted',
   ],
   async apply(e, tx) {
     switch (e.type) {
@@ -181,6 +191,14 @@ export const fileUsesProjection: Projection = {
         const before = await tx.getJson<PrivateChannelState>(rm.privateChannel(e.data.channelId));
         if (before && before.channel_type === 'Group') detach(tx, e, before.icon?._id);
         await dropChannelFiles(tx, e, e.data.channelId);
+        return;
+      }
+      case 'WebhookEdited':
+      case 'WebhookDeleted': {
+        const before = await tx.getJson<WebhookState>(rm.webhook(e.stream.slice('webhook-'.length)));
+        if (!before) return;
+        if (e.type === 'WebhookDeleted') detach(tx, e, before.avatar?._id);
+        else replaced(tx, e, before.avatar, e.data.avatar, e.data.remove.includes('Avatar'));
         return;
       }
       default:

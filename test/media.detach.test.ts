@@ -145,6 +145,25 @@ t.test('files are served while in use, 404 once their user lets go', async (t) =
     t.same([await served('icons', gIcon), await served('attachments', gFile)], [404, 404], "a deleted group's files are gone");
   });
 
+  t.test('webhook avatars: replaced, removed, the webhook or its channel deleted', async (t) => {
+    const [w1, w2, w3, w4] = [await up(owner, 'avatars'), await up(owner, 'avatars'), await up(owner, 'avatars'), await up(owner, 'avatars')];
+    const hook = await owner.api.post(`/channels/${srv.general}/webhooks`, { name: 'Hook', avatar: w1 });
+    t.equal(hook.status, 200, hook.text);
+    t.equal(await served('avatars', w1), 200);
+    await ok(owner.api.patch(`/webhooks/${hook.body.id}`, { avatar: w2 }), 'replace the avatar');
+    t.same([await served('avatars', w1), await served('avatars', w2)], [404, 200], 'the replaced avatar is gone, the new one served');
+    await ok(owner.api.patch(`/webhooks/${hook.body.id}`, { remove: ['Avatar'] }), 'remove the avatar');
+    t.equal(await served('avatars', w2), 404, 'a removed avatar is gone');
+    const second = await owner.api.post(`/channels/${srv.general}/webhooks`, { name: 'Hook 2', avatar: w3 });
+    await ok(owner.api.del(`/webhooks/${second.body.id}`), 'delete the webhook');
+    t.equal(await served('avatars', w3), 404, "a deleted webhook's avatar is gone");
+    const channel = await owner.api.post(`/servers/${srv.id}/channels`, { name: 'hooked' });
+    const third = await owner.api.post(`/channels/${channel.body._id}/webhooks`, { name: 'Hook 3', avatar: w4 });
+    t.equal(third.status, 200, third.text);
+    await ok(owner.api.del(`/channels/${channel.body._id}`), 'delete its channel');
+    t.equal(await served('avatars', w4), 404, "a deleted channel's webhooks' avatars are gone");
+  });
+
   t.test('rebuild equals live', async (t) => {
     const redis = new Redis(s.config.redisUrl);
     t.teardown(() => redis.disconnect());
