@@ -3,7 +3,7 @@
  * partition-local cache, then Redis; writes are buffered as Redis commands for the runner's MULTI.
  */
 import type { RedisClient } from '../src/redis.ts';
-import { fieldKey, isCacheableHash, isCacheableKey } from '../src/readmodel/factCache.ts';
+import { fieldKey, isCacheableHash, isCacheableKey, pageKeyOf } from '../src/readmodel/factCache.ts';
 import type { ClientEventRoute, ProjectionTx } from './types.ts';
 
 const DELETED = Symbol('deleted');
@@ -102,7 +102,11 @@ export class BatchTx implements ProjectionTx {
   private touch(key: string, field?: string): void {
     if (field === undefined ? isCacheableKey(key) || isCacheableHash(key) : isCacheableHash(key)) {
       this.touched.add(field === undefined ? key : fieldKey(key, field));
+      return;
     }
+    // A channel's messages changed: its cached newest page goes.
+    const page = pageKeyOf(key);
+    if (page !== undefined) this.touched.add(page);
   }
 
   setJson(key: string, value: unknown): void {
@@ -226,11 +230,13 @@ export class BatchTx implements ProjectionTx {
   }
 
   zadd(key: string, score: number, member: string): void {
+    this.touch(key);
     this.ops.push(['zadd', this.k(key), score, member]);
   }
 
   zrem(key: string, ...members: string[]): void {
     if (members.length === 0) return;
+    this.touch(key);
     this.ops.push(['zrem', this.k(key), ...members]);
   }
 

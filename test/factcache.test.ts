@@ -8,7 +8,7 @@
  * never cached.
  */
 import t from 'tap';
-import { FactCache, fieldKey, isCacheableHash, isCacheableKey } from '../src/readmodel/factCache.ts';
+import { FactCache, fieldKey, isCacheableHash, isCacheableKey, pageKeyOf } from '../src/readmodel/factCache.ts';
 import { Permission } from '../src/permissions/bits.ts';
 import { client, signup, type TestUser } from './helpers/http.ts';
 import { createServer, join } from './helpers/servers.ts';
@@ -22,6 +22,9 @@ t.test('which keys are cached', async (t) => {
   t.notOk(isCacheableKey('channel:01ABC:messages'), 'message pages are not facts');
   t.notOk(isCacheableKey('user:01ABC:servers'), 'sets are not cached');
   t.ok(isCacheableHash('server:01ABC:members'));
+  t.equal(pageKeyOf('channel:01ABC:messages'), 'page:01ABC', 'a write to a channel’s messages drops its pages');
+  t.equal(pageKeyOf('channel:01ABC:message_ids'), 'page:01ABC');
+  t.equal(pageKeyOf('channel:01ABC'), undefined);
   t.notOk(isCacheableHash('server:01ABC:bans'));
 });
 
@@ -77,6 +80,25 @@ t.test('the cache rules', async (t) => {
   await cache.reach(0, 130n);
   t.equal(cache.get('server:c'), undefined, 'a position the stream does not bring in time empties the cache');
   t.equal(cache.position(0), 130n);
+});
+
+t.test('cached pages go with any write to their channel’s messages', async (t) => {
+  const cache = new FactCache({ maxEntries: 100, maxBytes: 1_000_000, staleMs: 50 });
+  cache.useGeneration(1);
+  await cache.reach(0, 1n);
+  const page = { json: Buffer.from('[]'), authors: [] };
+  cache.finishPage('c1', 50, cache.beginPage('c1', 50), page);
+  cache.finishPage('c1', 100, cache.beginPage('c1', 100), page);
+  cache.finishPage('c2', 50, cache.beginPage('c2', 50), page);
+  t.equal(cache.getPage('c1', 50), page);
+  cache.apply(0, { g: 1, p: '2', q: '1', k: ['page:c1'] });
+  t.equal(cache.getPage('c1', 50), undefined, 'every page size of the channel goes');
+  t.equal(cache.getPage('c1', 100), undefined);
+  t.equal(cache.getPage('c2', 50), page, 'other channels stay');
+  const overtaken = cache.beginPage('c2', 10);
+  cache.apply(0, { g: 1, p: '3', q: '2', k: ['page:c2'] });
+  cache.finishPage('c2', 10, overtaken, page);
+  t.equal(cache.getPage('c2', 10), undefined, 'a page fetch an invalidation overtook is not stored');
 });
 
 t.test('the cache is bounded in entries and in bytes', async (t) => {
@@ -184,6 +206,22 @@ t.test('a write through one API process is seen by the next request to another, 
   await load;
   t.equal((await owner.api.del(`/servers/${server.id}/members/${kicked.userId}`)).status, 204);
   t.equal((await viaB(kicked).get(`/channels/${server.general}`)).status, 404, 'B no longer knows the kicked member');
+
+  // The newest history page (cached on B) follows writes made through A: a send, an edit, a deletion.
+  const newest = async () => (await memberB.get(`/channels/${server.general}/messages?limit=10`)).body as Array<{ _id: string; content?: string }>;
+  await newest();
+  const pageHits = cache.stats.hits;
+  await newest();
+  t.ok(cache.stats.hits > pageHits, 'the newest page is served from the cache');
+  const fresh = await owner.api.post(`/channels/${server.general}/messages`, { content: 'fresh through A' });
+  t.equal((await newest())[0]!._id, fresh.body._id, 'a message sent through A is on B’s newest page at once');
+  t.equal((await owner.api.patch(`/channels/${server.general}/messages/${fresh.body._id}`, { content: 'edited through A' })).status, 200);
+  t.equal((await newest())[0]!.content, 'edited through A', 'an edit too');
+  t.equal((await owner.api.del(`/channels/${server.general}/messages/${fresh.body._id}`)).status, 204);
+  t.not((await newest())[0]!._id, fresh.body._id, 'a deletion too');
+  const withUsers = await memberB.get(`/channels/${server.general}/messages?limit=10&include_users=true`);
+  t.equal(withUsers.status, 200);
+  t.ok(withUsers.body.users.length > 0, 'include_users from a cached page lists the authors');
 
   // Read-your-writes inside B: its own write waits for its cache as well.
   const renamed = await memberB.patch('/users/@me', { status: { text: 'cached?' } });

@@ -23,6 +23,16 @@ function sizeOf(key: string, raw: string | null): number {
   return 2 * (key.length + (raw?.length ?? 0)) + 64;
 }
 
+/** A cached newest history page: its wire bytes and each message's author. */
+export interface CachedPage {
+  json: Buffer;
+  authors: string[];
+}
+
+function pageSize(key: string, page: CachedPage): number {
+  return 2 * key.length + page.json.length + 30 * page.authors.length + 64;
+}
+
 /** Whether a logical read-model key (or hash) is cached: small facts read on every request. */
 export function isCacheableKey(logical: string): boolean {
   return CACHEABLE.test(logical);
@@ -35,6 +45,19 @@ export function isCacheableHash(logical: string): boolean {
 
 const CACHEABLE = /^(?:session|user|server|channel|pchannel|relations|bottoken):[^:]+$/;
 const CACHEABLE_HASH = /^server:[^:]+:members$/;
+
+const MESSAGES_KEY = /^channel:([^:]+):(?:messages|message_ids)$/;
+
+/** The cache key of a channel's newest history page, for a write to its messages (undefined for other keys). */
+export function pageKeyOf(logical: string): string | undefined {
+  const m = MESSAGES_KEY.exec(logical);
+  return m ? pageKey(m[1]!) : undefined;
+}
+
+/** The cache key under which a channel's newest pages are kept (one entry per page size). */
+export function pageKey(channelId: string): string {
+  return `page:${channelId}`;
+}
 
 /** The cache key of a hash field. */
 export function fieldKey(logical: string, field: string): string {
@@ -77,6 +100,8 @@ export interface FactCacheOptions {
 export class FactCache {
   private readonly map = new Map<string, string | null>();
   private bytes = 0;
+  /** Newest history pages by `page:<channel>\n<limit>` (wire bytes and authors), bounded with the facts' bytes. */
+  private readonly pages = new Map<string, CachedPage>();
   private readonly pending = new Map<string, Ticket[]>();
   private readonly positions = new Map<number, bigint>();
   private waiters: Waiter[] = [];
@@ -87,9 +112,9 @@ export class FactCache {
 
   constructor(private readonly o: FactCacheOptions) {}
 
-  /** Number of cached entries. */
+  /** Number of cached entries (facts and pages). */
   get size(): number {
-    return this.map.size;
+    return this.map.size + this.pages.size;
   }
 
   /** The position this cache reflects for a partition (undefined: not yet known). */
@@ -113,6 +138,41 @@ export class FactCache {
     return v;
   }
 
+  /** A channel's cached newest page of `limit` messages, or undefined. */
+  getPage(channelId: string, limit: number): CachedPage | undefined {
+    const key = fieldKey(pageKey(channelId), String(limit));
+    const v = this.pages.get(key);
+    if (v === undefined) this.stats.misses++;
+    else this.stats.hits++;
+    return v;
+  }
+
+  /** Stores a page fetched under `ticket` (from `beginPage`) unless an invalidation of its channel overtook it. */
+  finishPage(channelId: string, limit: number, ticket: Ticket, page: CachedPage): void {
+    const key = fieldKey(pageKey(channelId), String(limit));
+    this.release(key, ticket);
+    if (!ticket.valid) return;
+    const old = this.pages.get(key);
+    if (old) this.bytes -= pageSize(key, old);
+    this.pages.delete(key);
+    this.pages.set(key, page);
+    this.bytes += pageSize(key, page);
+    this.evict();
+  }
+
+  /** Registers a page fetch about to be sent (see `begin`). */
+  beginPage(channelId: string, limit: number): Ticket {
+    return this.begin(fieldKey(pageKey(channelId), String(limit)));
+  }
+
+  private release(key: string, ticket: Ticket): void {
+    const list = this.pending.get(key);
+    if (!list) return;
+    const i = list.indexOf(ticket);
+    if (i >= 0) list.splice(i, 1);
+    if (list.length === 0) this.pending.delete(key);
+  }
+
   /** Registers a fetch of `key` about to be sent; `finish` stores its answer unless an invalidation overtook it. */
   begin(key: string): Ticket {
     const t: Ticket = { valid: true };
@@ -124,26 +184,31 @@ export class FactCache {
 
   /** Ends a fetch started by `begin`: stores the raw value when nothing invalidated the key meanwhile. */
   finish(key: string, ticket: Ticket, raw: string | null): void {
-    const list = this.pending.get(key);
-    if (list) {
-      const i = list.indexOf(ticket);
-      if (i >= 0) list.splice(i, 1);
-      if (list.length === 0) this.pending.delete(key);
-    }
+    this.release(key, ticket);
     if (!ticket.valid) return;
     this.remove(key);
     this.map.set(key, raw);
     this.bytes += sizeOf(key, raw);
+    this.evict();
+  }
+
+  private evict(): void {
     const maxBytes = this.o.maxBytes ?? Infinity;
-    if (this.map.size > this.o.maxEntries || this.bytes > maxBytes) {
-      // Evict the oldest entries in one pass, down to nine tenths of both bounds.
-      const entries = Math.floor(this.o.maxEntries * 0.9);
-      const bytes = maxBytes * 0.9;
-      for (const [k, v] of this.map) {
-        if (this.map.size <= entries && this.bytes <= bytes) break;
-        this.map.delete(k);
-        this.bytes -= sizeOf(k, v);
-      }
+    if (this.map.size + this.pages.size <= this.o.maxEntries && this.bytes <= maxBytes) return;
+    // Evict the oldest pages first (the largest entries), then the oldest facts, in one pass each, down to
+    // nine tenths of both bounds.
+    const entries = Math.floor(this.o.maxEntries * 0.9);
+    const bytes = maxBytes * 0.9;
+    const over = () => this.map.size + this.pages.size > entries || this.bytes > bytes;
+    for (const [k, v] of this.pages) {
+      if (!over()) return;
+      this.pages.delete(k);
+      this.bytes -= pageSize(k, v);
+    }
+    for (const [k, v] of this.map) {
+      if (!over()) return;
+      this.map.delete(k);
+      this.bytes -= sizeOf(k, v);
     }
   }
 
@@ -163,11 +228,23 @@ export class FactCache {
   flush(): void {
     this.stats.flushes++;
     this.map.clear();
+    this.pages.clear();
     this.bytes = 0;
     for (const list of this.pending.values()) for (const t of list) t.valid = false;
   }
 
   private drop(key: string): void {
+    if (key.startsWith('page:')) {
+      // Every page size of the channel goes, and page fetches in flight are not stored.
+      const prefix = `${key}\n`;
+      for (const [k, v] of [...this.pages]) {
+        if (!k.startsWith(prefix)) continue;
+        this.pages.delete(k);
+        this.bytes -= pageSize(k, v);
+      }
+      for (const [k, ts] of this.pending) if (k.startsWith(prefix)) for (const t of ts) t.valid = false;
+      return;
+    }
     this.remove(key);
     const list = this.pending.get(key);
     if (list) for (const t of list) t.valid = false;

@@ -102,6 +102,15 @@ function wireOfStored(v: Buffer): { body: Buffer; author: string } | undefined {
  * between is simply absent, as with `readHistory`).
  */
 export async function readHistoryWire(readModels: ReadModels, channelId: string, q: HistoryQuery): Promise<WirePage> {
+  // The newest page (opening a channel) is the hot one: it is kept in the fact cache until the channel's
+  // messages change.
+  if (!('nearby' in q) && q.before === undefined && q.after === undefined && q.sort !== 'Oldest') {
+    return readModels.newestPage(channelId, q.limit, () => fetchWirePage(readModels, channelId, q));
+  }
+  return fetchWirePage(readModels, channelId, q);
+}
+
+async function fetchWirePage(readModels: ReadModels, channelId: string, q: HistoryQuery): Promise<WirePage> {
   const redis = readModels.redis;
   const zset = readModels.key(rm.channelMessageIds(channelId));
   let ids: string[];

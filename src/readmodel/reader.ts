@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { unavailable } from '../errors.ts';
 import { partitionOf } from '../partition.ts';
 import { controlKeys, genKeys, generationPrefix } from './keys.ts';
-import { FactCache, fieldKey, InvalidationReader, isCacheableHash, isCacheableKey, type FactCacheOptions } from './factCache.ts';
+import { FactCache, fieldKey, InvalidationReader, isCacheableHash, isCacheableKey, type CachedPage, type FactCacheOptions } from './factCache.ts';
 
 /** Absent sessions and bot tokens are not cached: anyone can ask for any number of them. */
 const NO_NEGATIVE = /^(?:session|bottoken):/;
@@ -299,6 +299,28 @@ export class ReadModels {
       cache.finish(ids[i]!, tickets[n]!, raw);
     });
     return out;
+  }
+
+  /**
+   * A channel's newest history page through the fact cache (`fetch` reads it on a miss): dropped by every
+   * write to the channel's messages, as fresh as any fact after the request's fence.
+   */
+  async newestPage(channelId: string, limit: number, fetch: () => Promise<CachedPage>): Promise<CachedPage> {
+    const cache = this.cacheOn();
+    if (!cache) return fetch();
+    const hit = cache.getPage(channelId, limit);
+    if (hit) return hit;
+    const ticket = cache.beginPage(channelId, limit);
+    let page: CachedPage;
+    try {
+      page = await fetch();
+    } catch (err) {
+      ticket.valid = false;
+      cache.finishPage(channelId, limit, ticket, { json: Buffer.alloc(0), authors: [] });
+      throw err;
+    }
+    cache.finishPage(channelId, limit, ticket, page);
+    return page;
   }
 
   /** A JSON value, or null. */
