@@ -1,13 +1,10 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import Database from 'better-sqlite3';
-import type { Worker } from 'node:worker_threads';
 import t from 'tap';
 import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
 import { WrongExpectedRevisionError, type NewEvent } from '../src/eventstore/port.ts';
 import { eventStoreContract } from './eventstore.contract.ts';
 import { tempDir } from './helpers/service.ts';
-import { until } from './helpers/wait.ts';
 
 const meta = { actor: null, requestId: 'r', at: new Date(0).toISOString(), scope: 's' };
 const ev = (n: number): NewEvent => ({ id: crypto.randomUUID(), type: 'Tested', data: { n }, metadata: meta });
@@ -59,116 +56,6 @@ t.test('a failed commit rejects every append of its group and writes nothing', a
   fail = false;
   await store.append('a', [ev(1)], 'no_stream');
   t.equal(await store.streamRevision('a'), 0);
-});
-
-t.test('the event loop keeps running while a commit is in progress', async (t) => {
-  const dir = tempDir(t);
-  const file = path.join(dir, 'e.sqlite');
-  // The writer sleeps 200 ms inside each transaction, before COMMIT (a slow fsync).
-  const store = new SqliteEventStore(file, { writerDelayMs: 200 });
-  t.teardown(() => store.close());
-  await store.append('warm', [ev(0)], 'no_stream');
-  // A probe connection that never waits: BEGIN IMMEDIATE is refused (SQLITE_BUSY) while the writer's
-  // transaction is open.
-  const probe = new Database(file, { timeout: 0 });
-  t.teardown(() => probe.close());
-  const writerHoldsTransaction = () => {
-    try {
-      probe.exec('BEGIN IMMEDIATE');
-      probe.exec('ROLLBACK');
-      return false;
-    } catch (err) {
-      if ((err as { code?: string }).code === 'SQLITE_BUSY') return true;
-      throw err;
-    }
-  };
-  let settled = false;
-  let firedDuringCommit = 0;
-  let readDuringCommit: number | undefined;
-  const timer = setInterval(() => {
-    if (settled || !writerHoldsTransaction()) return;
-    firedDuringCommit++;
-    // Reads on the main thread answer meanwhile, with the committed state.
-    void store.streamRevision('warm').then((r) => (readDuringCommit ??= r));
-  }, 5);
-  t.teardown(() => clearInterval(timer));
-  await store.append('warm', [ev(1)], 0).finally(() => (settled = true));
-  clearInterval(timer);
-  t.ok(firedDuringCommit > 0, `a timer fired while the writer held the transaction (${firedDuringCommit} times)`);
-  t.equal(readDuringCommit, 0, 'a read during the commit saw the state before it');
-  t.equal(await store.streamRevision('warm'), 1, 'the append is visible once it resolved');
-});
-
-t.test('a writer thread that dies mid-commit fails its group; the next append starts a new writer', async (t) => {
-  const dir = tempDir(t);
-  const store = new SqliteEventStore(path.join(dir, 'e.sqlite'), { writerDelayMs: 300 });
-  t.teardown(() => store.close());
-  await store.append('a', [ev(0)], 'no_stream');
-  const writer = (store as unknown as { s: { writer?: Worker } }).s.writer!;
-  const pending = store.append('a', [ev(1)], 0);
-  // Killed while it sleeps inside the open transaction, before COMMIT.
-  setTimeout(() => void writer.terminate(), 100);
-  await t.rejects(pending, 'the append in flight fails');
-  t.equal(await store.streamRevision('a'), 0, 'nothing of it was written');
-  t.same(await store.append('a', [ev(1)], 0), { revision: 1, position: 2n }, 'a new writer takes the next append');
-});
-
-t.test('committed events are handed to caught-up subscriptions exactly as a fresh reader reads them', async (t) => {
-  const dir = tempDir(t);
-  const file = path.join(dir, 'handoff.sqlite');
-  const a = new SqliteEventStore(file, { pollIntervalMs: 10 });
-  // Another process appending to the same file: its positions interleave with this process's groups.
-  const b = new SqliteEventStore(file, { pollIntervalMs: 10 });
-  t.teardown(async () => {
-    await a.close();
-    await b.close();
-  });
-  const first: Array<Awaited<ReturnType<SqliteEventStore['readPage']>>[number]> = [];
-  const second: typeof first = [];
-  const subs = [
-    a.subscribe({
-      onEvents: (events) => {
-        first.push(...events);
-        // A subscriber that changes what it was given must not change what others see.
-        for (const e of events) (e.data as { n: unknown }).n = 'changed';
-      },
-    }),
-    a.subscribe({ onEvents: (events) => void second.push(...events) }),
-  ];
-  t.teardown(() => Promise.all(subs.map((s) => s.close())));
-  const expected = new Map<string, unknown>();
-  const evOf = (n: number) => {
-    const e = ev(n);
-    expected.set(e.id, structuredClone(e.data));
-    return e;
-  };
-  for (let round = 0; round < 30; round++) {
-    const mine = [evOf(round), evOf(round + 1000)];
-    const done = Promise.all([
-      a.append(`a-${round % 3}`, mine, 'any'),
-      a.appendMany([{ stream: `m-${round}`, events: [evOf(round)], expected: 'no_stream' }, { stream: 'm-all', events: [evOf(round)], expected: 'any' }]),
-      round % 2 ? b.append('b', [evOf(round)], 'any') : Promise.resolve(),
-    ]);
-    // The appender changing its objects after the append must not change what subscribers see.
-    mine[0]!.data = { n: 'appender changed it' };
-    await done;
-    if (round % 5 === 0) await a.append(`a-${round % 3}`, [evOf(round)], 'any');
-  }
-  const head = (await a.headPosition())!;
-  await until('both subscriptions reach the head', () => first.at(-1)?.position === head && second.at(-1)?.position === head);
-  const fresh = new SqliteEventStore(file);
-  t.teardown(() => fresh.close());
-  const log = fresh.readPage(undefined, 10_000);
-  t.equal(log.length, expected.size, 'every appended event is in the file');
-  t.ok(log.every((e) => JSON.stringify(e.data) === JSON.stringify(expected.get(e.id))), 'the file holds the data as appended');
-  t.strictSame(second, log, 'the second subscription got exactly the records a fresh reader reads, in order');
-  t.strictSame(
-    first.map((e) => e.id),
-    log.map((e) => e.id),
-    'the first subscription got the same events, in order',
-  );
-  t.ok(a.handedOff() > 0, `events were handed off without reading them back (${a.handedOff()} of ${2 * log.length})`);
-  t.ok(a.handedOff() < 2 * log.length, 'events after another process\'s commit were read back');
 });
 
 t.test('two processes append to one file; positions stay in order', async (t) => {
