@@ -16,6 +16,7 @@
  * The 1M figure must stay within a small factor of the 1k one: the channel is never scanned.
  * RATE_LIMITS=off: the channels bucket would otherwise be measured.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { fmtMs, latencies, median, repeat, type Bench, type BenchContext, type BenchResult } from './lib.ts';
@@ -132,6 +133,9 @@ const bench: Bench = {
     const readSeconds = (performance.now() - r0) / 1000;
     await store.close();
 
+    // The history and memory benchmarks ran a service on this data directory before, and its indexer built
+    // the index: remove it, so the build below is from zero.
+    for (const f of fs.readdirSync(h.dataDir)) if (f.startsWith('search.sqlite')) fs.rmSync(path.join(h.dataDir, f), { force: true });
     const b0 = performance.now();
     const svc = await startServer('service', {
       ROLES: 'api,projector',

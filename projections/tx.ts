@@ -100,6 +100,8 @@ export class BatchTx implements ProjectionTx {
   }
 
   private touch(key: string, field?: string): void {
+    // A rebuild fills a generation nobody reads yet: no cache to tell.
+    if (this.rebuilding) return;
     if (field === undefined ? isCacheableKey(key) || isCacheableHash(key) : isCacheableHash(key)) {
       this.touched.add(field === undefined ? key : fieldKey(key, field));
       return;
