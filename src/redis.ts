@@ -174,3 +174,10 @@ export async function connectionForKey(url: string, lookup: RedisClient, key: st
     ...(o.connectionName ? { connectionName: o.connectionName } : {}),
   });
 }
+
+/** The id of the last entry of each stream (`0-0` for an empty one): where a reader that wants only new entries starts. */
+export async function streamEnds(r: RedisClient, keys: readonly string[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const key of keys) ids.push((await r.xrevrange(key, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0');
+  return ids;
+}

@@ -4,7 +4,7 @@
  * Each API process reads every stream from the position it had when the process started, and hands the
  * events over in stream order.
  */
-import { createRedis, type RedisClient } from '../redis.ts';
+import { createRedis, streamEnds, type RedisClient } from '../redis.ts';
 import type { Logger } from 'pino';
 import { controlKeys } from '../readmodel/keys.ts';
 import type { QueuedEvent } from './socket.ts';
@@ -36,10 +36,7 @@ export class ClientEventReader {
 
   /** Resolves the start positions (the current end of every stream, like `$`) and starts reading. */
   async start(): Promise<void> {
-    for (const key of this.keys) {
-      const last = await this.conn.xrevrange(key, '+', '-', 'COUNT', 1);
-      this.ids.push(last[0]?.[0] ?? '0-0');
-    }
+    this.ids.push(...(await streamEnds(this.conn, this.keys)));
     this.loop = this.run();
   }
 

@@ -16,7 +16,7 @@
  * Values are kept as the raw JSON text and parsed on each hit, so no caller can change a cached object.
  */
 import type { Logger } from 'pino';
-import type { RedisClient } from '../redis.ts';
+import { streamEnds, type RedisClient } from '../redis.ts';
 import { controlKeys } from './keys.ts';
 
 function sizeOf(key: string, raw: string | null): number {
@@ -365,10 +365,7 @@ export class InvalidationReader {
 
   /** Resolves the start positions (the current end of every stream) and starts reading. */
   async start(): Promise<void> {
-    for (const key of this.keys) {
-      const last = await this.o.redis.xrevrange(key, '+', '-', 'COUNT', 1);
-      this.ids.push(last[0]?.[0] ?? '0-0');
-    }
+    this.ids.push(...(await streamEnds(this.o.redis, this.keys)));
     this.loop = this.run();
   }
 
