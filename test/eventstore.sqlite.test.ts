@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import t from 'tap';
 import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
 import { WrongExpectedRevisionError, type NewEvent } from '../src/eventstore/port.ts';
@@ -112,3 +113,69 @@ t.test('SIGKILL during appends: every acknowledged append survives', async (t) =
   const missing = [...acked].filter((a) => !found.has(a));
   t.equal(missing.length, 0, `all ${acked.size} acknowledged appends are in the log (${found.size} found)`);
 });
+
+t.test('the in-memory tail: live readers get what this process committed, in order, with other processes\' rows between', async (t) => {
+  const dir = tempDir(t);
+  const file = path.join(dir, 'tail.sqlite');
+  const a = new SqliteEventStore(file);
+  const b = new SqliteEventStore(file); // a second process on the same file
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  await a.append('x', [ev(1), ev(2), ev(3)], 'no_stream');
+  await b.append('y', [ev(4)], 'no_stream');
+  await a.append('x', [ev(5)], 2);
+  await Promise.all([a.append('z', [ev(6)], 'no_stream'), a.append('x', [ev(7)], 3)]);
+  const fromFile = (await collect(b)).map((e) => ({ ...e }));
+  t.same(fromFile.map((e) => (e.data as { n: number }).n), [1, 2, 3, 4, 5, 6, 7]);
+  // Read through `a` a page at a time, from every starting point: the same events as the file holds.
+  for (const limit of [1, 2, 3, 100]) {
+    const seen: unknown[] = [];
+    let after: bigint | undefined;
+    for (;;) {
+      const page = a.readPage(after, limit);
+      if (page.length === 0) break;
+      t.ok(page.length <= limit);
+      seen.push(...page.map((e) => ({ ...e })));
+      after = page[page.length - 1]!.position;
+    }
+    t.same(seen, fromFile, `pages of ${limit} through the writing process`);
+  }
+  // What `a` serves from memory is the row as committed: prove it is not read back by removing the file's copy.
+  const last = fromFile[fromFile.length - 1]!;
+  const raw = new Database(file);
+  raw.prepare('DELETE FROM events WHERE position = ?').run(Number(last.position));
+  raw.close();
+  const again = a.readPage(last.position - 1n, 10);
+  t.equal(again.length, 1, 'the newest event comes from the in-memory tail');
+  t.same({ ...again[0]! }, last);
+  t.same(b.readPage(last.position - 1n, 10), [], 'the other process reads the file');
+  // Shared between readers, so frozen: a projection cannot change what another one reads.
+  t.equal(a.readPage(last.position - 1n, 1)[0], again[0], 'one object for every reader');
+  t.throws(() => {
+    (again[0]!.data as { n: number }).n = 9;
+  }, TypeError);
+});
+
+t.test('the in-memory tail stays bounded and a long run reads back whole', async (t) => {
+  const dir = tempDir(t);
+  const store = new SqliteEventStore(path.join(dir, 'long.sqlite'));
+  t.teardown(() => store.close());
+  for (let i = 0; i < 10; i++) await Promise.all(Array.from({ length: 500 }, (_, k) => store.append(`s-${i}-${k}`, [ev(i * 500 + k)], 'no_stream')));
+  const got = await collect(store);
+  t.equal(got.length, 5000);
+  t.ok(got.every((e, i) => e.position === BigInt(i + 1) && (e.data as { n: number }).n === i), 'every event once, in order');
+  const fresh = new SqliteEventStore(path.join(dir, 'long.sqlite'));
+  t.teardown(() => fresh.close());
+  t.same((await collect(fresh)).map((e) => ({ ...e })), got.map((e) => ({ ...e })), 'the same as a reader of the file alone');
+});
+
+/** Every event of the store through subscribe from the start. */
+async function collect(store: SqliteEventStore) {
+  const out: import('../src/eventstore/port.ts').RecordedEvent[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const sub = store.subscribe({ batchSize: 7, onEvents: (es) => void out.push(...es), onCaughtUp: () => void sub.close().then(resolve), onError: reject });
+  });
+  return out;
+}

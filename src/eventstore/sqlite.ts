@@ -9,6 +9,11 @@
  *
  * Subscriptions poll the table from their checkpoint; an append in this process (or `wake()`, which the
  * composition root calls when another process announces a commit) wakes them at once.
+ *
+ * The tail this process committed is kept in memory (`RECENT_MAX` events, positions without a gap), so the
+ * subscriptions that follow the log live (the projector, the search indexer) read what was just appended
+ * without reading it back from the file. Rows another process committed in between break the run: the
+ * tail restarts at the next commit, and reads before it go to the file.
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -50,6 +55,20 @@ interface Row {
   metadata: string;
 }
 
+/** A row this process committed, decoded on the first read (shared by every reader: frozen). */
+interface RecentRow {
+  id: string;
+  stream: string;
+  revision: number;
+  type: string;
+  data: string;
+  metadata: string;
+  decoded?: RecordedEvent;
+}
+
+/** How many of the newest events this process committed are kept for live readers. */
+const RECENT_MAX = 4096;
+
 interface Pending {
   writes: StreamWrite[];
   resolve: (r: AppendResult[]) => void;
@@ -79,6 +98,9 @@ export class SqliteEventStore implements EventStore {
   private closed = false;
   private readonly wakers = new Set<() => void>();
   private counters: StoreStats = { appends: 0, commits: 0 };
+  /** The newest events this process committed; `recent[i]` is at position `recentFirst + i`. */
+  private recent: RecentRow[] = [];
+  private recentFirst = 0;
   private readonly storeId: string;
   private readonly stmt: {
     revision: Database.Statement<[string], { revision: number }>;
@@ -152,6 +174,10 @@ export class SqliteEventStore implements EventStore {
     if (batch.length === 0) return;
     const outcomes: Array<{ ok: AppendResult[] } | { err: unknown }> = [];
     let last = 0;
+    // The rows of this commit, in position order (kept as the in-memory tail once committed).
+    const rows: RecentRow[] = [];
+    let firstPos = 0;
+    let contiguous = true;
     const run = this.db.transaction(() => {
       // Revisions as they stand inside this transaction, including earlier appends of the same group.
       const current = new Map<string, number>();
@@ -184,15 +210,13 @@ export class SqliteEventStore implements EventStore {
           let pos = 0;
           for (const e of w.events) {
             rev++;
-            const info = this.stmt.insert.run(
-              e.id,
-              w.stream,
-              rev,
-              e.type,
-              JSON.stringify(e.data),
-              JSON.stringify(e.metadata),
-            );
+            const row: RecentRow = { id: e.id, stream: w.stream, revision: rev, type: e.type, data: JSON.stringify(e.data), metadata: JSON.stringify(e.metadata) };
+            const info = this.stmt.insert.run(row.id, row.stream, row.revision, row.type, row.data, row.metadata);
             pos = Number(info.lastInsertRowid);
+            if (rows.length === 0) firstPos = pos;
+            // Kept only while the positions run without a gap (they do inside one transaction).
+            if (pos === firstPos + rows.length) rows.push(row);
+            else contiguous = false;
           }
           current.set(w.stream, rev);
           if (w.events.length === 0) pos = last;
@@ -210,6 +234,8 @@ export class SqliteEventStore implements EventStore {
       for (const p of batch) p.reject(err);
       return;
     }
+    if (rows.length > 0 && contiguous) this.remember(firstPos, rows);
+    else if (!contiguous) this.recent = [];
     for (let i = 0; i < batch.length; i++) {
       const o = outcomes[i]!;
       if ('ok' in o) {
@@ -249,9 +275,37 @@ export class SqliteEventStore implements EventStore {
     }
   }
 
+  /** Keeps a commit's rows (positions `first`…, without a gap) as the in-memory tail. */
+  private remember(first: number, rows: RecentRow[]): void {
+    // Positions run without a gap inside one transaction; another process's commit in between starts a new run.
+    if (this.recent.length === 0 || this.recentFirst + this.recent.length !== first) {
+      this.recent = rows.slice(-RECENT_MAX);
+      this.recentFirst = first + rows.length - this.recent.length;
+      return;
+    }
+    for (const r of rows) this.recent.push(r);
+    const over = this.recent.length - RECENT_MAX;
+    if (over > 0) {
+      this.recent = this.recent.slice(over);
+      this.recentFirst += over;
+    }
+  }
+
   /** Reads a page of the log synchronously (for subscriptions and bulk tools). */
   readPage(after: bigint | undefined, limit: number): RecordedEvent[] {
-    return this.stmt.readAll.all(after === undefined ? 0 : Number(after), limit).map(toRecorded);
+    const from = after === undefined ? 0 : Number(after);
+    // The next position is in the in-memory tail: read from it (up to its end; the next read goes on from there).
+    const i = from + 1 - this.recentFirst;
+    if (this.recent.length > 0 && i >= 0 && i < this.recent.length) {
+      const end = Math.min(this.recent.length, i + limit);
+      const out: RecordedEvent[] = new Array(end - i);
+      for (let k = i; k < end; k++) {
+        const r = this.recent[k]!;
+        out[k - i] = r.decoded ??= deepFreeze(toRecorded({ ...r, position: this.recentFirst + k }));
+      }
+      return out;
+    }
+    return this.stmt.readAll.all(from, limit).map(toRecorded);
   }
 
   async headPosition(): Promise<bigint | undefined> {
@@ -321,6 +375,15 @@ export class SqliteEventStore implements EventStore {
     this.wake();
     this.db.close();
   }
+}
+
+/** Freezes an event read from the in-memory tail: every reader gets the same object, none may change it. */
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const k of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[k]);
+  }
+  return v;
 }
 
 function toRecorded(r: Row): RecordedEvent {
