@@ -13,6 +13,7 @@ import { CommandExecutor } from './commands.ts';
 import type { Config } from './config.ts';
 import type { EventStore } from './eventstore/port.ts';
 import { SqliteEventStore } from './eventstore/sqlite.ts';
+import { openEventStore } from './eventstore/open.ts';
 import { deriveSecrets, type ServiceSecrets } from './domain/account/secrets.ts';
 import { openMailQueue } from './mail/queue.ts';
 import { resolveVapid } from './push/vapid.ts';
@@ -31,6 +32,7 @@ import { RateLimiter } from './ratelimit/limiter.ts';
 import { controlKeys } from './readmodel/keys.ts';
 import { ReadModels } from './readmodel/reader.ts';
 import { SearchIndexer } from './search/indexer.ts';
+import { SearchIndexerThread } from './search/indexerThread.ts';
 import { SearchReader } from './search/reader.ts';
 import { Projector } from '../projections/projector.ts';
 import { PROJECTIONS } from '../projections/index.ts';
@@ -64,8 +66,11 @@ export interface Service {
   readModels: ReadModels;
   deps: AppDeps;
   projector: Projector | undefined;
-  /** The search indexer (role `projector`; it writes only while it holds the index file's lease). */
-  searchIndexer: SearchIndexer | undefined;
+  /**
+   * The search indexer (role `projector`; it writes only while it holds the index file's lease): on a thread
+   * of its own, or on the main thread when the service was given its event store (`opts.store`).
+   */
+  searchIndexer: SearchIndexer | SearchIndexerThread | undefined;
   /** The media workers (role `worker`). */
   mediaWorkers: MediaWorkers | undefined;
   /** The Web Push worker (role `worker`). */
@@ -104,18 +109,7 @@ export async function openReadableEventStore(config: Config, raw?: EventStore): 
   return new PersonalDataStore(raw ?? (await openEventStore(config)), openKeyStore(config.dataDir));
 }
 
-/** Opens the event store the configuration names. */
-export async function openEventStore(config: Config, onCommit?: (position: bigint) => void): Promise<EventStore> {
-  if (config.eventStoreUrl && /^postgres(ql)?:\/\//.test(config.eventStoreUrl)) {
-    const { openPostgresEventStore } = await import('./eventstore/postgres.ts');
-    return openPostgresEventStore(config.eventStoreUrl);
-  }
-  if (config.eventStoreUrl) {
-    const { openKurrentEventStore } = await import('./eventstore/kurrent.ts');
-    return openKurrentEventStore(config.eventStoreUrl);
-  }
-  return new SqliteEventStore(path.join(config.dataDir, 'events.sqlite'), onCommit ? { onCommit } : {});
-}
+export { openEventStore };
 
 function listen(app: Koa, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -169,10 +163,19 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   subscriber.on('error', (err) => log.debug({ err: err.message }, 'redis subscriber error'));
 
   // Other processes announce SQLite commits so idle subscriptions here wake at once.
+  // The search indexer's thread (set below) is woken the same way, by commits here and elsewhere.
+  let indexerThread: SearchIndexerThread | undefined;
   const rawStore =
-    opts.store ?? (await openEventStore(config, (p) => void redis.publish(ctl.controlChannel, `commit:${p}`).catch(() => {})));
+    opts.store ??
+    (await openEventStore(config, (p) => {
+      indexerThread?.wake();
+      void redis.publish(ctl.controlChannel, `commit:${p}`).catch(() => {});
+    }));
   subscriber.on('message', (channel: string, message: string) => {
-    if (channel === ctl.controlChannel && message.startsWith('commit:') && rawStore instanceof SqliteEventStore) rawStore.wake();
+    if (channel === ctl.controlChannel && message.startsWith('commit:') && rawStore instanceof SqliteEventStore) {
+      rawStore.wake();
+      indexerThread?.wake();
+    }
   });
   // Personal fields are sealed on append and opened on read (src/personal/); keys live outside the log.
   // Appends are timed and counted (eventstore_* metrics) under the sealing; everything else is the store itself.
@@ -243,10 +246,15 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
 
   // The search index is a local SQLite file: written by the projector role's indexer, read by the API role.
   const searchFile = path.join(config.dataDir, 'search.sqlite');
-  let searchIndexer: SearchIndexer | undefined;
-  if (config.roles.includes('projector')) {
+  let searchIndexer: SearchIndexer | SearchIndexerThread | undefined;
+  if (config.roles.includes('projector') && opts.store) {
+    // A store handed in (tests, tools) cannot be opened again from another thread: index on this one.
     searchIndexer = new SearchIndexer({ store, file: searchFile, log, leaseMs: config.projectorLeaseMs });
     searchIndexer.start();
+  } else if (config.roles.includes('projector')) {
+    indexerThread = new SearchIndexerThread({ store: { eventStoreUrl: config.eventStoreUrl, dataDir: config.dataDir }, file: searchFile, leaseMs: config.projectorLeaseMs, logLevel: config.logLevel }, log);
+    indexerThread.start();
+    searchIndexer = indexerThread;
   }
   if (config.roles.includes('api')) deps.search = new SearchReader({ store, file: searchFile, waitMs: config.projectionWaitMs });
 

@@ -10,6 +10,7 @@ import { startTestService, tempDir } from './helpers/service.ts';
 import { Permission as P } from '../src/permissions/bits.ts';
 import { PER_MS, SearchCheckpointMoved, SearchIndex } from '../src/search/index.ts';
 import { rebuildSearchIndex, SearchIndexer } from '../src/search/indexer.ts';
+import { SearchIndexerThread } from '../src/search/indexerThread.ts';
 import { matchExpression } from '../src/search/text.ts';
 import { upcast } from '../src/domain/events.ts';
 import { createLogger } from '../src/log.ts';
@@ -345,4 +346,36 @@ t.test('search over HTTP', async (t) => {
     t.same(ids(await member.api.post(S, { pinned: true, sort: 'Oldest', limit: 3 })), pinned.slice(0, 3));
     t.same(ids(await member.api.post(S, { pinned: true, before: pinned[2] })), pinned.slice(0, 2).reverse());
   });
+});
+
+t.test('the indexer runs on a thread of its own; a crashed thread is started again and goes on from its checkpoint', async (t) => {
+  const dir = tempDir(t);
+  const s = await startTestService(t, { RATE_LIMITS: 'off', DATA_DIR: dir });
+  const owner = await signup(s);
+  const srv = await createServer(owner, 'Threaded');
+  const M = `/channels/${srv.general}/messages`;
+  const search = async (query: string) => {
+    const r = await owner.api.post(`/channels/${srv.general}/search`, { query });
+    t.equal(r.status, 200);
+    return (r.body as Array<{ content: string }>).map((m) => m.content);
+  };
+  const thread = s.searchIndexer;
+  if (!(thread instanceof SearchIndexerThread)) throw new Error('the service indexes on the main thread');
+  await owner.api.post(M, { content: 'before the crash' });
+  t.same(await search('crash'), ['before the crash']);
+  t.ok(thread.active, 'the thread holds the lease');
+  await thread.kill();
+  t.equal(thread.active, false, 'a dead thread does not hold it');
+  // Appended while no thread runs: the next one reads them from the index's checkpoint.
+  for (const c of ['while down one', 'while down two']) t.equal((await owner.api.post(M, { content: c })).status, 200);
+  t.same((await search('while down')).sort(), ['while down one', 'while down two'], 'the restarted thread indexed what came while it was down');
+  t.ok(thread.active, 'the restarted thread took the lease again at once (same holder)');
+  await owner.api.post(M, { content: 'after the restart' });
+  t.same(await search('restart'), ['after the restart'], 'and follows the log live');
+  // The index equals one built from zero on the log.
+  const rebuilt = await rebuildSearchIndex(s.store, path.join(dir, 'rebuilt.sqlite'));
+  t.teardown(() => rebuilt.close());
+  const live = new SearchIndex(path.join(dir, 'search.sqlite'));
+  t.teardown(() => live.close());
+  t.same(live.dump(), rebuilt.dump(), 'nothing indexed twice or skipped across the crash');
 });

@@ -30,12 +30,16 @@ export interface SearchIndexerOptions {
   leaseMs?: number;
   /** Events per batch (default 1000). */
   batchSize?: number;
+  /** The lease holder's name (default: a new UUID); a restarted indexer thread keeps its predecessor's. */
+  holder?: string;
+  /** Called when this indexer takes the lease and starts writing (true) or stops writing (false). */
+  onActive?: (active: boolean) => void;
 }
 
 /** The running indexer. */
 export class SearchIndexer {
   private readonly o: SearchIndexerOptions;
-  private readonly holder = randomUUID();
+  private readonly holder: string;
   private index: SearchIndex | undefined;
   private sub: Subscription | undefined;
   /** Writes the events gathered but not yet written (set while following). */
@@ -49,6 +53,7 @@ export class SearchIndexer {
 
   constructor(o: SearchIndexerOptions) {
     this.o = o;
+    this.holder = o.holder ?? randomUUID();
     this.caughtUp = new Promise((r) => (this.caughtUpResolve = r));
   }
 
@@ -97,6 +102,7 @@ export class SearchIndexer {
     // the process dies are read again from the log (the index's own checkpoint has not passed them).
     let pending: RecordedEvent[] = [];
     let timer: NodeJS.Timeout | undefined;
+    this.o.onActive?.(true);
     const fail = (err: unknown) => {
       if (timer) clearTimeout(timer);
       timer = undefined;
@@ -140,6 +146,7 @@ export class SearchIndexer {
   private async unfollow(): Promise<void> {
     const sub = this.sub;
     this.sub = undefined;
+    if (sub) this.o.onActive?.(false);
     await sub?.close();
     // What was gathered is written before the file is let go (read again from the log otherwise).
     this.flushPending?.();
