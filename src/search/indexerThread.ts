@@ -32,6 +32,9 @@ const BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then
   return import(${JSON.stringify(new URL('./indexerWorker.ts', import.meta.url).href)});
 });`;
 
+/** Shortest time between two wake-ups sent to the thread (ms). */
+const WAKE_MS = 5;
+
 /** Time the thread may take to stop (write what it gathered, release the lease) before it is terminated (ms). */
 const STOP_MS = 5000;
 
@@ -40,6 +43,8 @@ export class SearchIndexerThread {
   private worker: Worker | undefined;
   private stopped = false;
   private isActive = false;
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private wakeAgain = false;
   private caughtUpResolve!: () => void;
   /** Resolves once the indexer has applied everything that existed when it first took the lease. */
   readonly caughtUp: Promise<void>;
@@ -78,9 +83,25 @@ export class SearchIndexerThread {
     return this.isActive;
   }
 
-  /** The log has new events (a commit here or in another process): the thread reads them at once. */
+  /**
+   * The log has new events (a commit here or in another process): the thread reads them. One message per
+   * `WAKE_MS` at most (the indexer gathers events for longer than that anyway); a commit inside that window
+   * sends one more at its end.
+   */
   wake(): void {
+    if (this.wakeTimer) {
+      this.wakeAgain = true;
+      return;
+    }
     this.worker?.postMessage('wake');
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = undefined;
+      if (this.wakeAgain) {
+        this.wakeAgain = false;
+        this.wake();
+      }
+    }, WAKE_MS);
+    this.wakeTimer.unref();
   }
 
   /** Fault injection: ends the thread as a crash would (it is started again). */
@@ -91,6 +112,7 @@ export class SearchIndexerThread {
   /** Stops the thread: it writes what it gathered and gives the lease up. */
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
     const worker = this.worker;
     if (!worker) return;
     await new Promise<void>((resolve) => {
