@@ -7,27 +7,33 @@
  */
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { median, percentile, repeat, type Bench } from './lib.ts';
+import { median, percentile, repeat, type Bench, type BenchContext } from './lib.ts';
 import { assertClean, measure, setupServer, signupUser, startServer, type BenchUser } from './http.ts';
 import { deletePrefix } from '../test/helpers/service.ts';
 
 /** A message of a typical length. */
 export const SEND_BODY = JSON.stringify({ content: 'Hello from the benchmark: a chat message of a fairly typical length, with a link https://example.com.' });
 
+function serviceEnv(ctx: BenchContext, prefix: string, roles: string): Record<string, string> {
+  return { ROLES: roles, RATE_LIMITS: 'off', API_PORT: '0', HOST: '127.0.0.1', DATA_DIR: path.join(ctx.tmpDir, 'data'), REDIS_URL: ctx.redisUrl, REDIS_PREFIX: prefix };
+}
+
+/** The service as two processes on the same data: a projector process, then an API process. */
+async function splitService(ctx: BenchContext, prefix: string): Promise<{ api: string; stop(): Promise<void> }> {
+  const projector = await startServer('service', serviceEnv(ctx, prefix, 'projector'));
+  const api = await startServer('service', serviceEnv(ctx, prefix, 'api')).catch(async (err: unknown) => {
+    await projector.stop();
+    throw err;
+  });
+  return { api: api.urls.apiUrl!, stop: async () => void (await Promise.all([api.stop(), projector.stop()])) };
+}
+
 const bench: Bench = {
   name: 'send',
   description: 'POST /channels/:id/messages at 50 connections vs a bare koa JSON POST of the same body',
   async run(ctx) {
     const prefix = `bench:send:${randomBytes(4).toString('hex')}:`;
-    const svc = await startServer('service', {
-      ROLES: 'api,projector',
-      RATE_LIMITS: 'off',
-      API_PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: path.join(ctx.tmpDir, 'data'),
-      REDIS_URL: ctx.redisUrl,
-      REDIS_PREFIX: prefix,
-    });
+    const svc = await startServer('service', serviceEnv(ctx, prefix, 'api,projector'));
     const bare = await startServer('bare');
     const node = await startServer('node');
     try {
@@ -52,7 +58,19 @@ const bench: Bench = {
         ceiling: assertClean('bare POST', await measure({ url: bare.urls.url!, method: 'POST', next, duration })),
         node: assertClean('node:http POST', await measure({ url: node.urls.url!, method: 'POST', next, duration })),
       }));
+      // The same load on two processes: an API process and a projector process (which also runs the search
+      // indexer) on the same event store and Redis — the first step of scaling out.
+      await svc.stop();
+      const split = await splitService(ctx, prefix);
+      let splitRuns;
+      try {
+        await measure({ url: split.api, method: 'POST', next, duration: 2 });
+        splitRuns = await repeat(ctx.repeats, async () => assertClean('send (split)', await measure({ url: split.api, method: 'POST', next, duration })));
+      } finally {
+        await split.stop();
+      }
       const rps = median(runs.map((r) => r.real.rps));
+      const splitRps = median(splitRuns.map((r) => r.rps));
       const ceiling = median(runs.map((r) => r.ceiling.rps));
       const nodeCeiling = median(runs.map((r) => r.node.rps));
       ctx.log(
@@ -70,6 +88,18 @@ const bench: Bench = {
           ceilingLabel: `bare koa JSON POST (p50/p99 ${percentile(runs.map((r) => r.ceiling.p50), 50)}/${percentile(runs.map((r) => r.ceiling.p99), 50)} ms)`,
           ratio: rps / ceiling,
           notes: 'RATE_LIMITS=off; 10 users × 20 channels; every send appends with fsync (group commit) and answers after its projection (read-your-writes)',
+        },
+        {
+          name: 'send-split',
+          figure: 'message sends/s, 50 connections, API and projector in two processes',
+          median: splitRps,
+          unit: 'req/s',
+          p50: median(splitRuns.map((r) => r.p50)),
+          p99: median(splitRuns.map((r) => r.p99)),
+          ceiling,
+          ceilingLabel: 'bare koa JSON POST (the send row\'s ceiling)',
+          ratio: splitRps / ceiling,
+          notes: 'ROLES=api in one process, ROLES=projector (with the search indexer thread) in another, same SQLite file and Redis; the projector learns of commits through Redis pub/sub',
         },
         {
           name: 'send-vs-node',
