@@ -79,21 +79,44 @@ const TAIL = Buffer.from(',"revision":');
 const AUTHOR_KEY = Buffer.from('","author":"');
 /** Where `","author":"` starts in a stored message: after `{"_id":"<26>","channel":"<26>`. */
 const AUTHOR_AT = '{"_id":"'.length + 26 + '","channel":"'.length + 26;
-const COMMA = Buffer.from(',');
-const CLOSE = Buffer.from('}');
+/** Where the author id starts in a stored message (and in its wire form, which is its first bytes). */
+const AUTHOR_ID_AT = AUTHOR_AT + AUTHOR_KEY.length;
 
 /**
- * The wire form of a stored message (storedMessage layout: `,"revision":N}` last, the author at a fixed
- * offset) as a view of its bytes, and its author; undefined for another layout (an older projection).
+ * Where the wire form of a stored message ends (storedMessage layout: `,"revision":N}` last, the author at a
+ * fixed offset): the offset of `,"revision":`, or -1 for another layout (an older projection). Byte loops,
+ * not `lastIndexOf` / `compare`: the bytes checked are few, a native call per message costs more.
  */
-function wireOfStored(v: Buffer): { body: Buffer; author: string } | undefined {
-  const i = v.lastIndexOf(TAIL);
-  if (i < 0 || v[v.length - 1] !== 125 || v.length - 1 <= i + TAIL.length) return undefined;
-  for (let k = i + TAIL.length; k < v.length - 1; k++) if (v[k]! < 48 || v[k]! > 57) return undefined;
-  if (v.compare(AUTHOR_KEY, 0, AUTHOR_KEY.length, AUTHOR_AT, AUTHOR_AT + AUTHOR_KEY.length) !== 0) return undefined;
-  const from = AUTHOR_AT + AUTHOR_KEY.length;
-  return { body: v.subarray(0, i), author: v.toString('latin1', from, from + 26) };
+function wireEnd(v: Buffer): number {
+  let k = v.length - 1;
+  if (k < AUTHOR_ID_AT + 26 || v[k] !== 125) return -1;
+  const last = --k;
+  while (k > 0 && v[k]! >= 48 && v[k]! <= 57) k--;
+  if (k === last) return -1;
+  const at = k - TAIL.length + 1;
+  if (at < AUTHOR_ID_AT + 26) return -1;
+  for (let j = 0; j < TAIL.length; j++) if (v[at + j] !== TAIL[j]) return -1;
+  for (let j = 0; j < AUTHOR_KEY.length; j++) if (v[AUTHOR_AT + j] !== AUTHOR_KEY[j]) return -1;
+  return at;
 }
+
+/**
+ * A page in wire form. Each message's author is read from the page's own bytes only when asked
+ * (`include_users`): `authorAt` holds its offset there, or the author itself for a message of an older layout.
+ */
+class Page implements WirePage {
+  private list: string[] | undefined;
+  constructor(
+    readonly json: Buffer,
+    private readonly authorAt: Array<number | string>,
+  ) {}
+
+  get authors(): string[] {
+    return (this.list ??= this.authorAt.map((a) => (typeof a === 'string' ? a : this.json.toString('latin1', a, a + 26))));
+  }
+}
+
+const EMPTY_PAGE = Buffer.from('[]');
 
 /**
  * One page of a channel's messages in wire form (the JSON array of Revolt Messages as bytes) and the author
@@ -126,23 +149,39 @@ async function fetchWirePage(readModels: ReadModels, channelId: string, q: Histo
     const max = q.before === undefined ? '+' : `(${q.before}`;
     ids = q.sort === 'Oldest' ? await redis.zrangebylex(zset, min, max, 'LIMIT', 0, q.limit) : await redis.zrevrangebylex(zset, max, min, 'LIMIT', 0, q.limit);
   }
-  if (ids.length === 0) return { json: Buffer.from('[]'), authors: [] };
+  if (ids.length === 0) return new Page(EMPTY_PAGE, []);
   const values = await redis.hmgetBuffer(readModels.key(rm.channelMessages(channelId)), ...ids);
-  const parts: Buffer[] = [Buffer.from('[')];
-  const authors: string[] = [];
+  // Sizes first, then one copy of each message's wire bytes into the page (no parse, no serialisation).
+  const bodies: Buffer[] = [];
+  const ends: number[] = [];
+  const authorAt: Array<number | string> = [];
+  let total = 1;
   for (const v of values) {
     if (v === null) continue;
-    let w = wireOfStored(v);
-    if (!w) {
+    let body = v;
+    let end = wireEnd(v);
+    let author: string | undefined;
+    if (end < 0) {
       const m = JSON.parse(v.toString()) as MessageState;
-      w = { body: Buffer.from(JSON.stringify(presentMessage(m)).slice(0, -1)), author: m.author };
+      body = Buffer.from(JSON.stringify(presentMessage(m)).slice(0, -1));
+      end = body.length;
+      author = m.author;
     }
-    if (authors.length > 0) parts.push(COMMA);
-    parts.push(w.body, CLOSE);
-    authors.push(w.author);
+    bodies.push(body);
+    ends.push(end);
+    authorAt.push(author ?? total + AUTHOR_ID_AT);
+    total += end + 2; // the body, its closing brace, and a comma or the closing bracket
   }
-  parts.push(Buffer.from(']'));
-  return { json: Buffer.concat(parts), authors };
+  if (bodies.length === 0) return new Page(EMPTY_PAGE, []);
+  const json = Buffer.allocUnsafe(total);
+  json[0] = 91; // [
+  let at = 1;
+  for (let n = 0; n < bodies.length; n++) {
+    at += bodies[n]!.copy(json, at, 0, ends[n]);
+    json[at++] = 125; // }
+    json[at++] = n === bodies.length - 1 ? 93 : 44; // ] or ,
+  }
+  return new Page(json, authorAt);
 }
 
 /** One page of a channel's messages, in the order the query asks for. */
