@@ -3,6 +3,10 @@
 // and rebuilds (rebuild equals live, a live swap) run against it; then a master is killed. Without a replica:
 // 503 JSON errors (never 500, never a hang) and recovery once the node is back. With replicas (six nodes):
 // failover under load, and no acknowledged write lost or applied twice.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import t from 'tap';
 import { createLogger } from '../src/log.ts';
 import { createRedis, type RedisClient } from '../src/redis.ts';
@@ -155,6 +159,39 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
     t.ok(ids.includes(after.body._id) && ids.includes(again.body._id), 'the history has the writes after recovery');
     t.equal(new Set(ids).size, ids.length, 'no message twice');
     t.same(await dumpRebuild(t, admin, { store: s.store, redisUrl: s.config.redisUrl, prefix: s.prefix, partitions: 2 }), await dumpCurrent(admin, s.prefix), 'rebuild equals live after the outage (nothing applied twice or skipped)');
+  });
+  t.test('a process that stops its service exits by itself: no connection to the cluster left open (BullMQ\'s shared ones included)', async (t) => {
+    // Every role, in a process of its own that never calls process.exit: it ends only when nothing is left open.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stoat-cluster-exit-'));
+    t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const root = path.join(import.meta.dirname, '..');
+    const code = `
+      const { loadConfig } = await import(${JSON.stringify(path.join(root, 'src/config.ts'))});
+      const { startService } = await import(${JSON.stringify(path.join(root, 'src/service.ts'))});
+      const s = await startService(loadConfig());
+      console.log('roles ' + s.config.roles.join(','));
+      await s.stop();
+      console.log('stopped');`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+      cwd: root,
+      env: { ...process.env, REDIS_CLUSTER_NODES: cluster.seeds, REDIS_PREFIX: `exit-${process.pid}-`, DATA_DIR: dir, API_PORT: '0', MEDIA_PORT: '0', LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = await new Promise<number | 'hung'>((resolve) => {
+      const cut = setTimeout(() => {
+        child.kill('SIGKILL');
+        resolve('hung');
+      }, 30_000);
+      child.once('exit', (c) => {
+        clearTimeout(cut);
+        resolve(c ?? -1);
+      });
+    });
+    t.match(out, /roles api,media,projector,worker/, 'every role ran');
+    t.match(out, /stopped/, 'the service stopped');
+    t.equal(exited, 0, 'the process exited by itself within 30 s of starting');
   });
 });
 

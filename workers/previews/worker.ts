@@ -8,7 +8,7 @@
  */
 import os from 'node:os';
 import { Queue, Worker, type Job } from 'bullmq';
-import type { RedisClient } from '../../src/redis.ts';
+import { closeBullConnection, type RedisClient } from '../../src/redis.ts';
 import type { Config } from '../../src/config.ts';
 import { upcast } from '../../src/domain/events.ts';
 import { messageStream, type GeneratedEmbedObject } from '../../src/domain/message/events.ts';
@@ -99,6 +99,8 @@ export async function startPreviewWorker(o: { config: Config; redis: RedisClient
       await producer.close();
       await worker.close();
       await queue.close();
+      // On a cluster BullMQ shares the connection it was given and leaves it open: it is ours to close.
+      closeBullConnection(connection);
     },
   };
 }

@@ -23,7 +23,7 @@ import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
-import { createRedis } from '../../src/redis.ts';
+import { closeBullConnection, createRedis } from '../../src/redis.ts';
 import webpush from 'web-push';
 import type { CommandExecutor } from '../../src/commands.ts';
 import type { Config } from '../../src/config.ts';
@@ -334,6 +334,8 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
       untrack();
       await worker.close();
       await queue.close();
+      // On a cluster BullMQ shares the connection it was given and leaves it open: it is ours to close.
+      closeBullConnection(connection);
       agents.http.destroy();
       agents.https.destroy();
       redis.disconnect();
