@@ -56,15 +56,7 @@ interface Row {
 }
 
 /** A row this process committed, decoded on the first read (shared by every reader: frozen). */
-interface RecentRow {
-  id: string;
-  stream: string;
-  revision: number;
-  type: string;
-  data: string;
-  metadata: string;
-  decoded?: RecordedEvent;
-}
+type RecentRow = Omit<Row, 'position'> & { decoded?: RecordedEvent };
 
 /** How many of the newest events this process committed are kept for live readers. */
 const RECENT_MAX = 4096;
