@@ -163,6 +163,7 @@ t.test('the in-memory tail stays bounded and a long run reads back whole', async
   const store = new SqliteEventStore(path.join(dir, 'long.sqlite'));
   t.teardown(() => store.close());
   for (let i = 0; i < 10; i++) await Promise.all(Array.from({ length: 500 }, (_, k) => store.append(`s-${i}-${k}`, [ev(i * 500 + k)], 'no_stream')));
+  t.equal((store as unknown as { recent: unknown[] }).recent.length, 4096, 'the tail holds the newest 4,096 events, no more');
   const got = await collect(store);
   t.equal(got.length, 5000);
   t.ok(got.every((e, i) => e.position === BigInt(i + 1) && (e.data as { n: number }).n === i), 'every event once, in order');

@@ -379,3 +379,23 @@ t.test('the indexer runs on a thread of its own; a crashed thread is started aga
   t.teardown(() => live.close());
   t.same(live.dump(), rebuilt.dump(), 'nothing indexed twice or skipped across the crash');
 });
+
+t.test('on PostgreSQL and KurrentDB the indexer thread opens the engine itself and indexes live', async (t) => {
+  const { testDatabase } = await import('./helpers/postgres.ts');
+  const { startKurrentDouble } = await import('./helpers/kurrentDouble.ts');
+  const double = await startKurrentDouble();
+  t.teardown(() => double.stop());
+  for (const [engine, url] of [['postgres', await testDatabase(t, 'search_thread')], ['kurrentdb', double.url]] as const) {
+    t.test(engine, async (t) => {
+      const s = await startTestService(t, { RATE_LIMITS: 'off', EVENTSTORE_URL: url });
+      t.ok(s.searchIndexer instanceof SearchIndexerThread, 'indexed on a thread');
+      const owner = await signup(s);
+      const srv = await createServer(owner, `On ${engine}`);
+      for (const c of [`hello from ${engine}`, 'unrelated words']) t.equal((await owner.api.post(`/channels/${srv.general}/messages`, { content: c })).status, 200);
+      const r = await owner.api.post(`/channels/${srv.general}/search`, { query: engine });
+      t.equal(r.status, 200);
+      t.same((r.body as Array<{ content: string }>).map((m) => m.content), [`hello from ${engine}`], 'the message sent a moment ago is found');
+      t.ok((s.searchIndexer as SearchIndexerThread).active, 'the thread holds the lease');
+    });
+  }
+});

@@ -1,8 +1,9 @@
 /**
  * Reading a channel's messages (projection `messages`): a page costs O(log n + page) whatever the channel's
- * size. One Lua script per page walks the sorted set `channel:<id>:message_ids` with ZRANGEBYLEX /
- * ZREVRANGEBYLEX … LIMIT and HMGETs the page from `channel:<id>:messages`, so the ids and the messages come
- * from the same instant (a message deleted meanwhile is simply absent).
+ * size. The page's ids come from the sorted set `channel:<id>:message_ids` (ZRANGEBYLEX / ZREVRANGEBYLEX …
+ * LIMIT) and its messages from `channel:<id>:messages` (HMGET): in wire form, two commands and no parsing
+ * (`readHistoryWire`, the history route); parsed, one Lua script doing both (`readHistory`, for the routes that
+ * work on the messages). A message deleted in between is simply absent.
  */
 import type { RedisClient } from '../redis.ts';
 import { presentMessage, type MessageState } from '../domain/message/state.ts';
