@@ -21,7 +21,7 @@ export interface ServerProcess {
 }
 
 /** Starts `bench/serve.ts <mode>` with `env` (and node flags `nodeArgs`) and resolves with the URLs it prints. */
-export function startServer(mode: 'service' | 'bare' | 'node' | 'ws', env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<ServerProcess> {
+export function startServer(mode: 'service' | 'bare' | 'node' | 'floor' | 'ws', env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<ServerProcess> {
   const root = path.join(import.meta.dirname, '..');
   // BENCH_NODE_ARGS: extra node flags for the server process (e.g. `--cpu-prof` to profile it).
   const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);

@@ -2,11 +2,16 @@
  * A server process for the HTTP benchmarks, so the server under test does not share its event loop with
  * autocannon. `node --import tsx bench/serve.ts service` starts the service from the environment (plus, with
  * BENCH_UNLIMITED=1, a second API app on the same deps with the rate limiter off: the same route without
- * limits, in the same process); `… bare` starts a bare koa app (the ceiling); `… node` bare node:http (the lower ceiling); `… ws` a raw `ws` broadcaster
+ * limits, in the same process); `… bare` starts a bare koa app (the ceiling); `… node` bare node:http (the lower ceiling); `… floor` the floor of a durable, projected send
+ * (bare koa plus the SQLite group commit and the projection's Redis writes); `… ws` a raw `ws` broadcaster
  * (the gateway fan-out's ceiling). Prints one line
  * `BENCH {json}` with the URLs, answers the IPC message `memory` with its memory, stops on SIGTERM.
  */
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { Redis as IORedis } from 'ioredis';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
@@ -94,6 +99,72 @@ if (mode === 'service') {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   console.log(`BENCH ${JSON.stringify({ url: urlOf(server) })}`);
   stop = () => new Promise((r) => server.close(() => r()));
+} else if (mode === 'floor') {
+  // The floor of a durable, projected send: the bare koa route plus only what the guarantees cost. The body
+  // becomes a message; the appends of one event-loop turn are written by one SQLite transaction (WAL,
+  // synchronous=FULL: one fsync); then that group's projection is written to Redis in one MULTI (the message,
+  // the channel's message index, the client event on a stream, the checkpoint), and each send is answered
+  // once both are done. No session, permission, rate limit, idempotency, validation or middleware: what the
+  // real send does beyond this floor is its own overhead.
+  const dir = fs.mkdtempSync(path.join(process.env.FLOOR_DIR ?? os.tmpdir(), 'floor-'));
+  const db = new Database(path.join(dir, 'events.sqlite'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.exec('CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, stream TEXT NOT NULL, revision INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, UNIQUE (stream, revision))');
+  const insert = db.prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)');
+  const redis = new IORedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const prefix = `${process.env.REDIS_PREFIX ?? 'bench:floor:'}`;
+  type Queued = { message: Record<string, unknown>; done: (err?: unknown) => void };
+  let queue: Queued[] = [];
+  const flush = () => {
+    const group = queue;
+    queue = [];
+    let position = 0;
+    try {
+      db.transaction(() => {
+        for (const q of group) {
+          const info = insert.run(String(q.message._id), `message-${String(q.message._id)}`, 0, 'MessageSent', JSON.stringify({ message: q.message }), JSON.stringify({ at: Date.now() }));
+          position = Number(info.lastInsertRowid);
+        }
+      }).immediate();
+    } catch (err) {
+      for (const q of group) q.done(err);
+      return;
+    }
+    const m = redis.multi();
+    for (const q of group) {
+      const channel = String(q.message.channel);
+      const text = JSON.stringify(q.message);
+      m.hset(`${prefix}messages:${channel}`, String(q.message._id), text);
+      m.zadd(`${prefix}ids:${channel}`, 0, String(q.message._id));
+      m.xadd(`${prefix}events`, 'MAXLEN', '~', '10000', '*', 'e', `{"type":"Message",${text.slice(1)}`);
+    }
+    m.set(`${prefix}checkpoint`, String(position));
+    m.exec().then(() => group.forEach((q) => q.done()), (err: unknown) => group.forEach((q) => q.done(err)));
+  };
+  const app = new Koa();
+  const router = new Router();
+  router.post('/channels/:channel_id/messages', async (ctx) => {
+    const body = ctx.request.body as Record<string, unknown>;
+    const message = { _id: newId(), channel: ctx.params.channel_id, author: 'floor', ...body };
+    await new Promise<void>((resolve, reject) => {
+      if (queue.length === 0) setImmediate(flush);
+      queue.push({ message, done: (err) => (err ? reject(err) : resolve()) });
+    });
+    ctx.body = message;
+  });
+  app.use(bodyParser({ enableTypes: ['json'], detectJSON: () => true, jsonLimit: '1mb' }));
+  app.use(router.routes());
+  const server = await listen(app);
+  console.log(`BENCH ${JSON.stringify({ url: urlOf(server) })}`);
+  stop = async () => {
+    await new Promise((r) => server.close(r));
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
 } else if (mode === 'ws') {
   // The gateway's ceilings: a raw `ws` server. POST /broadcast with a JSON array of frame texts sends each to
   // every connected socket (one payload to all, then the next, yielding to I/O between payloads); PUT /hello
@@ -129,7 +200,7 @@ if (mode === 'service') {
   console.log(`BENCH ${JSON.stringify({ url: urlOf(server) })}`);
   stop = () => new Promise((r) => server.close(() => r()));
 } else {
-  console.error('usage: bench/serve.ts service|bare|node|ws');
+  console.error('usage: bench/serve.ts service|bare|node|floor|ws');
   process.exit(2);
 }
 /**

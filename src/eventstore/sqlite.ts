@@ -58,7 +58,7 @@ interface Row {
 /** A row this process committed, decoded on the first read (shared by every reader: frozen). */
 type RecentRow = Omit<Row, 'position'> & { decoded?: RecordedEvent };
 
-/** How many of the newest events this process committed are kept for live readers. */
+/** At most how many of the newest events this process committed are kept for live readers (at least ¾ of it once full). */
 const RECENT_MAX = 4096;
 
 interface Pending {
@@ -276,8 +276,9 @@ export class SqliteEventStore implements EventStore {
       return;
     }
     for (const r of rows) this.recent.push(r);
-    const over = this.recent.length - RECENT_MAX;
-    if (over > 0) {
+    // Trimmed a quarter at a time, not by the overflow of each commit: one copy per ~1,000 events.
+    if (this.recent.length > RECENT_MAX) {
+      const over = this.recent.length - (RECENT_MAX - RECENT_MAX / 4);
       this.recent = this.recent.slice(over);
       this.recentFirst += over;
     }

@@ -257,12 +257,45 @@ export function notFoundFallback(deps: Pick<AppDeps, 'readModels' | 'limiter'>):
   };
 }
 
+/** A path's first segment, lower-cased (`/channels/x/messages` → `channels`, `/` → ``). */
+function firstSegment(path: string): string {
+  const end = path.indexOf('/', 1);
+  return path.slice(1, end === -1 ? path.length : end).toLowerCase();
+}
+
+/**
+ * The routes as one router per first path segment, chosen by the request's first segment, and one router of
+ * every route for any other path. Answers exactly as the one router of every route would (a route only
+ * matches paths whose first segment equals its own, case aside), but a request is tested against the few
+ * routes of its resource instead of all of them (the router tests each route's pattern in turn and logs a
+ * debug line for each: ~14 % of a send's allocations with every route in one router).
+ */
+export function routesBySegment(routes: readonly AnyRoute[], deps: AppDeps): Koa.Middleware {
+  const all = new Router();
+  mountRoutes(all, routes, deps);
+  const allRoutes = all.routes() as unknown as Koa.Middleware;
+  // A route whose first segment is a parameter could match any path: then every request tries them all.
+  if (routes.some((r) => firstSegment(r.path).startsWith(':'))) return allRoutes;
+  const groups = new Map<string, AnyRoute[]>();
+  for (const r of routes) {
+    const seg = firstSegment(r.path);
+    groups.set(seg, [...(groups.get(seg) ?? []), r]);
+  }
+  const bySegment = new Map<string, Koa.Middleware>();
+  for (const [seg, group] of groups) {
+    const router = new Router();
+    mountRoutes(router, group, deps);
+    bySegment.set(seg, router.routes() as unknown as Koa.Middleware);
+  }
+  return function route(ctx, next) {
+    return (bySegment.get(firstSegment(ctx.path)) ?? allRoutes)(ctx, next);
+  };
+}
+
 /** Builds the API app. */
 export function createApiApp(deps: AppDeps, routes: readonly AnyRoute[]): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
-  const router = new Router();
-  mountRoutes(router, routes, deps);
 
   app.use(httpMetrics('api'));
   app.use(requestLog(deps));
@@ -271,7 +304,7 @@ export function createApiApp(deps: AppDeps, routes: readonly AnyRoute[]): Koa {
   app.use(errorRenderer(() => deps.readModels.serving(true)));
   app.use(corsMiddleware());
   app.use(servingCheck(deps, ALWAYS_SERVED));
-  app.use(router.routes());
+  app.use(routesBySegment(routes, deps));
   app.use(notFoundFallback(deps));
   return app;
 }
