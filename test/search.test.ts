@@ -3,6 +3,8 @@
 // pins showing at once (read-your-writes), sorting and paging, the history route's message shape, and the
 // index as a projection: exactly once, a lease per file, rebuild from zero equal to live, no scan of a channel.
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import t from 'tap';
 import { signup } from './helpers/http.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
@@ -398,4 +400,28 @@ t.test('on PostgreSQL and KurrentDB the indexer thread opens the engine itself a
       t.ok((s.searchIndexer as SearchIndexerThread).active, 'the thread holds the lease');
     });
   }
+});
+
+t.test('a thread that keeps failing is started again ever less often', async (t) => {
+  const dir = tempDir(t);
+  const lines: Array<{ msg: string; delayMs?: number }> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as { msg: string; delayMs?: number });
+      done();
+    },
+  });
+  // An event store that cannot be reached: every thread dies young.
+  const thread = new SearchIndexerThread(
+    { store: { eventStoreUrl: 'postgres://nobody@127.0.0.1:1/none', dataDir: dir }, file: path.join(dir, 'search.sqlite'), leaseMs: 1000, logLevel: 'silent' },
+    pino({ level: 'warn' }, sink),
+    { baseMs: 40, maxMs: 320 },
+  );
+  t.teardown(() => thread.stop());
+  thread.start();
+  const restarts = () => lines.filter((l) => l.msg.includes('starting it again')).map((l) => l.delayMs);
+  const until = Date.now() + 60_000;
+  while (restarts().length < 6 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  t.same(restarts().slice(0, 6), [40, 80, 160, 320, 320, 320], 'each restart waits twice as long as the one before, up to the cap');
+  t.equal(thread.active, false, 'no thread holds the lease');
 });

@@ -3,7 +3,8 @@
  * would otherwise run on the API's event loop: a rebuild of the index from zero took the process for minutes,
  * and live indexing a tenth of every send. The thread opens its own connection to the event store and to the
  * index file and runs the same `SearchIndexer` (lease, exactly-once batches, checkpoint); the main thread
- * only forwards commit wake-ups (`wake`) and follows its state. A thread that dies is started again.
+ * only forwards commit wake-ups (`wake`) and follows its state. A thread that dies is started again, after
+ * a delay that doubles while threads keep dying young (`RestartBackoff`).
  */
 import { randomUUID } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
@@ -35,6 +36,16 @@ const BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then
 /** Shortest time between two wake-ups sent to the thread (ms). */
 const WAKE_MS = 5;
 
+/** Restart delays of a thread that keeps failing: doubled from `baseMs` after each short-lived thread, up to `maxMs` (ms). */
+export interface RestartBackoff {
+  baseMs: number;
+  maxMs: number;
+}
+const RESTART: RestartBackoff = { baseMs: 500, maxMs: 30_000 };
+
+/** A thread that lived this long (ms) ran fine: the next restart waits `baseMs` again. */
+const HEALTHY_MS = 30_000;
+
 /** Time the thread may take to stop (write what it gathered, release the lease) before it is terminated (ms). */
 const STOP_MS = 5000;
 
@@ -46,6 +57,8 @@ export class SearchIndexerThread {
   private wakeTimer: NodeJS.Timeout | undefined;
   private wakeAgain = false;
   private caughtUpResolve!: () => void;
+  private startedAt = 0;
+  private nextDelayMs: number;
   /** Resolves once the indexer has applied everything that existed when it first took the lease. */
   readonly caughtUp: Promise<void>;
 
@@ -54,7 +67,9 @@ export class SearchIndexerThread {
   constructor(
     data: Omit<IndexerThreadData, 'holder'>,
     private readonly log: Logger,
+    private readonly restart: RestartBackoff = RESTART,
   ) {
+    this.nextDelayMs = restart.baseMs;
     this.data = { ...data, holder: randomUUID() };
     this.caughtUp = new Promise((r) => (this.caughtUpResolve = r));
   }
@@ -63,6 +78,7 @@ export class SearchIndexerThread {
     if (this.stopped) return;
     const worker = new Worker(BOOT, { eval: true, execArgv: [], workerData: this.data });
     this.worker = worker;
+    this.startedAt = Date.now();
     worker.on('message', (m: IndexerThreadMessage) => {
       if ('active' in m) this.isActive = m.active;
       else if ('caughtUp' in m) this.caughtUpResolve();
@@ -73,8 +89,12 @@ export class SearchIndexerThread {
       this.worker = undefined;
       this.isActive = false;
       if (this.stopped) return;
-      this.log.warn({ code }, 'search indexer thread exited; starting it again');
-      setTimeout(() => this.start(), 500).unref();
+      // A thread that keeps failing (its event store or index unreachable) is started ever less often.
+      if (Date.now() - this.startedAt >= HEALTHY_MS) this.nextDelayMs = this.restart.baseMs;
+      const delayMs = this.nextDelayMs;
+      this.nextDelayMs = Math.min(this.restart.maxMs, delayMs * 2);
+      this.log.warn({ code, delayMs }, 'search indexer thread exited; starting it again');
+      setTimeout(() => this.start(), delayMs).unref();
     });
   }
 
