@@ -19,8 +19,9 @@
  * It runs before the projections that keep the owners' state (accounts, servers, channels, emojis, messages,
  * private channels: see `projections/index.ts`) and reads that state as it was before the event, like the
  * audit projection. A detachment is final (a file is used once) and carries only the event's own time and
- * type, so a rebuild writes the same keys. The marker is the only key written outside the event's scope
- * (the file's uploader owns `file:<id>`): it is set once, never read by a projection, never changed.
+ * type, so a rebuild writes the same keys. The marker and the purge's queue (`rm.detachedFiles`, one member
+ * per file) are the only keys written outside the event's scope (the file's uploader owns `file:<id>`): the
+ * marker is set once, never read by a projection, never changed.
  */
 import type { StoredEvent } from '../src/domain/events.ts';
 import type { UserProfile } from '../src/domain/account/state.ts';
@@ -43,7 +44,12 @@ function messageFiles(m: Pick<MessageState, 'attachments' | 'embeds'> | null | u
 }
 
 function detach(tx: ProjectionTx, e: StoredEvent, ...fileIds: Array<string | undefined>): void {
-  for (const id of fileIds) if (id !== undefined) tx.setJson(rm.fileDetached(id), { at: e.metadata.at, by: e.type });
+  for (const id of fileIds) {
+    if (id === undefined) continue;
+    tx.setJson(rm.fileDetached(id), { at: e.metadata.at, by: e.type });
+    // Queued for the purge of its bytes (src/media/sweep.ts) once DETACHED_FILE_RETENTION_MS has passed.
+    tx.zadd(rm.detachedFiles(), Date.parse(e.metadata.at), id);
+  }
 }
 
 /** Detaches `before` when `after` is not the same file (a field replaced by another file, or removed). */

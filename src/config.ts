@@ -111,6 +111,7 @@ const schema = z
     UPLOAD_DEADLINE_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
     UNATTACHED_FILE_MAX_AGE_MS: z.coerce.number().int().min(1_000).max(365 * 86_400_000).default(86_400_000),
     FILE_SWEEP_INTERVAL_MS: z.coerce.number().int().min(0).max(86_400_000).default(600_000),
+    DETACHED_FILE_RETENTION_MS: z.coerce.number().int().min(0).max(3650 * 86_400_000).default(7 * 86_400_000),
     /** Milliseconds an upload's body may go without a byte before it is answered 408 and dropped. */
     UPLOAD_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
     /** Milliseconds an upload's whole body may take to arrive before it is answered 408 and dropped. */
@@ -281,8 +282,10 @@ export interface Config {
   uploadDeadlineMs: number;
   /** UNATTACHED_FILE_MAX_AGE_MS: an upload nothing used within this long is swept (its id 404, its bytes removed). */
   unattachedFileMaxAgeMs: number;
-  /** FILE_SWEEP_INTERVAL_MS: how often a worker sweeps unattached uploads; 0 = never. */
+  /** FILE_SWEEP_INTERVAL_MS: how often a worker sweeps unattached uploads and purges detached files; 0 = never. */
   fileSweepIntervalMs: number;
+  /** DETACHED_FILE_RETENTION_MS: how long the bytes of a file nothing uses any more (not served) are kept. */
+  detachedFileRetentionMs: number;
   /** An upload body with no byte for this long (ms) is cut off: 408 (slow-loris). */
   uploadIdleTimeoutMs: number;
   /** An upload body not received within this long (ms) is cut off: 408. */
@@ -457,6 +460,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     uploadDeadlineMs: c.UPLOAD_DEADLINE_MS,
     unattachedFileMaxAgeMs: c.UNATTACHED_FILE_MAX_AGE_MS,
     fileSweepIntervalMs: c.FILE_SWEEP_INTERVAL_MS,
+    detachedFileRetentionMs: c.DETACHED_FILE_RETENTION_MS,
     uploadIdleTimeoutMs: c.UPLOAD_IDLE_TIMEOUT_MS,
     uploadBodyTimeoutMs: c.UPLOAD_BODY_TIMEOUT_MS,
     mediaConcurrency: c.MEDIA_CONCURRENCY,

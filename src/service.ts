@@ -270,7 +270,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   let fileSweeper: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker')) {
     const { startFileSweeper } = await import('./media/sweep.ts');
-    fileSweeper = startFileSweeper({ store, readModels, blobs, log, now }, config.fileSweepIntervalMs, config.unattachedFileMaxAgeMs);
+    fileSweeper = startFileSweeper({ store, readModels, blobs, log, now }, config.fileSweepIntervalMs, config.unattachedFileMaxAgeMs, config.detachedFileRetentionMs);
   }
   let mailWorker: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker') && config.email) {

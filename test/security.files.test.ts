@@ -11,7 +11,7 @@ import { PROJECTIONS } from '../projections/index.ts';
 import { rebuild } from '../projections/rebuild.ts';
 import { loadFile } from '../src/files.ts';
 import { createLogger } from '../src/log.ts';
-import { sweepUnattachedFiles } from '../src/media/sweep.ts';
+import { purgeDetachedFiles, sweepUnattachedFiles } from '../src/media/sweep.ts';
 import { controlKeys, generationPrefix, rm } from '../src/readmodel/keys.ts';
 import { client, signup } from './helpers/http.ts';
 import { until } from './helpers/wait.ts';
@@ -103,13 +103,58 @@ t.test('deduplication and the sweep', async (t) => {
     t.equal(await served(raced), 200);
   });
 
+  t.test('detached files are purged after the retention: bytes gone, the log says why', async (t) => {
+    const purge = () => purgeDetachedFiles({ store: s.store, readModels: s.readModels, blobs: s.blobs, log: createLogger('silent'), now: () => clock }, 120_000);
+    const dm = await alice.api.post('/channels/create', { name: 'purge', users: [] });
+    const channel = dm.body._id as string;
+    const sendWith = async (file: string) => {
+      const r = await alice.api.post(`/channels/${channel}/messages`, { attachments: [file] });
+      t.equal(r.status, 200, r.text);
+      return r.body._id as string;
+    };
+    const gone = await up(alice.token, await png(41, 17, { r: 7, g: 7, b: 7 }));
+    const kept = await up(alice.token, await png(42, 17, { r: 7, g: 7, b: 7 }));
+    const twin = await up(bob.token, await png(41, 17, { r: 7, g: 7, b: 7 }));
+    await useFile(s, bob.userId, twin, 'attachments');
+    const goneMessage = await sendWith(gone);
+    await sendWith(kept);
+    const gonePath = s.blobs.originalPath(gone);
+    t.equal(fs.statSync(gonePath).ino, fs.statSync(s.blobs.originalPath(twin)).ino, 'the twin shares the bytes');
+    t.equal((await alice.api.del(`/channels/${channel}/messages/${goneMessage}`)).status, 204);
+    const redis = new Redis(s.config.redisUrl);
+    t.teardown(() => redis.disconnect());
+    const queued = async (id: string) => redis.zscore(s.readModels.key(rm.detachedFiles()), id);
+    await until('the deleted attachment to be queued', async () => (await queued(gone)) !== null);
+    t.equal(await served(gone), 404, 'a deleted message\'s attachment is not served');
+    t.equal(await queued(kept), null, 'an attachment in use is not queued');
+
+    clock = Number(await queued(gone)) + 120_000 - 1;
+    t.same(await purge(), [], 'nothing before the retention has passed');
+    t.ok(fs.existsSync(gonePath), 'the bytes are kept meanwhile');
+    clock += 2;
+    t.same(await purge(), [gone], 'purged once the retention has passed');
+    t.equal(fs.existsSync(gonePath), false, 'its bytes are gone');
+    const last = (await s.store.readStream(`file-${gone}`, { direction: 'backwards', maxCount: 1 }))[0]!;
+    t.same([last.type, last.data], ['FileExpired', { reason: 'detached' }], 'the file\'s stream records why');
+    await until('the purged record to go', async () => (await loadFile(s.deps, gone)) === null);
+    await until('the queue to drop it', async () => (await queued(gone)) === null);
+    t.same(await purge(), [], 'purged once only');
+    t.same([await served(kept), await served(twin)], [200, 200], 'the attachment in use and the twin with the same bytes are still served');
+    t.ok(fs.existsSync(s.blobs.originalPath(twin)), 'the shared bytes stay for the twin');
+
+    // An id whose record is gone (a rebuild that replayed the purge before the detachment) leaves the queue.
+    await redis.zadd(s.readModels.key(rm.detachedFiles()), 1, gone);
+    t.same(await purge(), [], 'a stale entry is not purged again');
+    t.equal(await queued(gone), null, 'and is dropped from the queue');
+  });
+
   t.test('rebuild equals live', async (t) => {
     const redis = new Redis(s.config.redisUrl);
     t.teardown(() => redis.disconnect());
     const dump = async () => {
       const gp = generationPrefix(s.prefix, Number(await redis.get(controlKeys(s.prefix).generation)));
       const all = await dumpGeneration(redis, gp);
-      return Object.fromEntries(Object.entries(all).filter(([k]) => k.startsWith('file:') || k === rm.unattachedFiles()));
+      return Object.fromEntries(Object.entries(all).filter(([k]) => k.startsWith('file:') || k === rm.unattachedFiles() || k === rm.detachedFiles()));
     };
     const live = await dump();
     await rebuild({ store: s.store, redisUrl: s.config.redisUrl, prefix: s.prefix, partitions: s.config.projectorPartitions, projections: PROJECTIONS, log: createLogger('silent') });

@@ -7,6 +7,10 @@
  * Candidates come from `rm.unattachedFiles` (scored by upload time), oldest first, a bounded batch per run.
  * The clock is injected. Every worker process may sweep: two sweeps of one file conflict and one skips, and
  * removing blobs twice is harmless.
+ *
+ * The purge of detached files works the same way on `rm.detachedFiles` (scored by the detachment's time):
+ * the bytes of a file whose message was deleted, or whose avatar, icon, banner or emoji was replaced or
+ * deleted, are removed DETACHED_FILE_RETENTION_MS later, with `FileExpired` (`detached`) in its stream.
  */
 import { toNewEvent } from '../domain/events.ts';
 import { fileStream } from '../domain/file/events.ts';
@@ -53,12 +57,50 @@ export async function sweepUnattachedFiles(deps: SweepDeps, maxAgeMs: number, ba
   return swept;
 }
 
-/** Runs the sweep every `intervalMs` (0: never) until stopped; a failed run is logged and retried next time. */
-export function startFileSweeper(deps: SweepDeps, intervalMs: number, maxAgeMs: number): { close(): Promise<void> } {
+/**
+ * Purges the files something let go of (a message deleted, an avatar replaced: `rm.fileDetached`) more than
+ * `retentionMs` ago: `FileExpired` (`detached`) appended to `file-<id>` at the revision read — the log says
+ * when and why the bytes went — then its processed blobs removed (content another id shares stays). The
+ * media server stopped serving the file at its detachment already; the retention only keeps the bytes for
+ * moderation and audit meanwhile. Returns the ids purged by this run.
+ */
+export async function purgeDetachedFiles(deps: SweepDeps, retentionMs: number, batch = SWEEP_BATCH): Promise<string[]> {
+  const cutoff = deps.now() - retentionMs;
+  const candidates = await deps.readModels.zrangeByScore(rm.detachedFiles(), cutoff, batch);
+  const purged: string[] = [];
+  for (const fileId of candidates) {
+    const record = await deps.readModels.getJson<FileRecord>(rm.file(fileId));
+    if (!record) {
+      // Purged already (a rebuild replayed the purge before the detachment) or never a record: nothing to do.
+      await deps.readModels.dequeue(rm.detachedFiles(), fileId);
+      continue;
+    }
+    const metadata = { actor: null, requestId: `purge-${fileId}`, at: new Date(deps.now()).toISOString(), scope: record.uploaderId };
+    try {
+      await deps.store.append(fileStream(fileId), [toNewEvent({ type: 'FileExpired', data: { reason: 'detached' } }, metadata)], record.revision);
+    } catch (err) {
+      if (err instanceof WrongExpectedRevisionError) continue;
+      throw err;
+    }
+    await deps.blobs.removeProcessed(fileId);
+    purged.push(fileId);
+  }
+  if (purged.length > 0) deps.log.info({ count: purged.length }, 'detached files purged');
+  return purged;
+}
+
+/**
+ * Runs the sweep of unattached uploads and the purge of detached files every `intervalMs` (0: never) until
+ * stopped; a failed run is logged and retried next time.
+ */
+export function startFileSweeper(deps: SweepDeps, intervalMs: number, maxAgeMs: number, retentionMs: number): { close(): Promise<void> } {
   if (intervalMs <= 0) return { close: async () => {} };
   let running: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    running = sweepUnattachedFiles(deps, maxAgeMs).catch((err: Error) => deps.log.warn({ err: err.message }, 'file sweep failed'));
+    running = (async () => {
+      await sweepUnattachedFiles(deps, maxAgeMs);
+      await purgeDetachedFiles(deps, retentionMs);
+    })().catch((err: Error) => deps.log.warn({ err: err.message }, 'file sweep failed'));
   }, intervalMs);
   timer.unref();
   return {

@@ -109,6 +109,12 @@ export const rm = {
   channelFiles: (channelId: string) => `channel:${channelId}:files`,
   /** Sorted set of processed uploads nothing used yet, scored by upload time in ms (projection `files`; read by the sweep). */
   unattachedFiles: () => 'files:unattached',
+  /**
+   * Sorted set of files something let go of (`fileDetached`), scored by the detachment's time in ms: the purge's
+   * queue (projection `fileUses` adds, `files` removes on `FileExpired`; the purge also removes an id whose
+   * record is gone, which a rebuild can leave when the uploader's partition runs ahead of the owner's).
+   */
+  detachedFiles: () => 'files:detached',
 
   /** Hash entry id → AuditEntry JSON of a server's audit log (projection `audit`). */
   auditEntries: (serverId: string) => `audit:${serverId}:entries`,

@@ -58,7 +58,8 @@ export class ReadModels {
   async start(): Promise<void> {
     this.o.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.ctl.checkpointChannel) this.onCheckpoint(message);
-      else if (channel === this.ctl.controlChannel) void this.refreshGeneration();
+      // `commit:<position>` (a SQLite commit, for idle subscriptions) says nothing of the generation.
+      else if (channel === this.ctl.controlChannel && !message.startsWith('commit:')) void this.refreshGeneration();
     });
     await this.o.subscriber.subscribe(this.ctl.checkpointChannel, this.ctl.controlChannel);
     await this.refreshGeneration();
@@ -388,6 +389,14 @@ export class ReadModels {
   /** Members of a sorted set with a score of at most `max`, lowest first, at most `limit` of them. */
   async zrangeByScore(logical: string, max: number, limit: number): Promise<string[]> {
     return this.redis.zrangebyscore(this.key(logical), '-inf', max, 'LIMIT', 0, limit);
+  }
+
+  /**
+   * Removes a member of a work queue a projection fills (`rm.detachedFiles`): the one write outside the
+   * projections, for an entry whose work is known done (the purge found the file's record gone).
+   */
+  async dequeue(logical: string, member: string): Promise<void> {
+    await this.redis.zrem(this.key(logical), member);
   }
 
   /** Members of a set. */

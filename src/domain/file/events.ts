@@ -50,12 +50,12 @@ export const fileEvents = {
     usedFor: FileUsedFor,
   }),
   /**
-   * Nothing used the upload within UNATTACHED_FILE_MAX_AGE_MS: the sweep retired it (appended at the revision
-   * it saw, so it loses against a concurrent use). Its id never resolves again and its bytes are removed.
+   * The file is retired, appended by the sweep at the revision it saw (so it loses against a concurrent use):
+   * nothing used the upload within UNATTACHED_FILE_MAX_AGE_MS, or what used it let go of it (deleted or
+   * replaced) more than DETACHED_FILE_RETENTION_MS ago. Its id never resolves again and its bytes are removed.
    */
   FileExpired: z.object({
-    /** Why: only `unattached` for now. */
-    reason: z.literal('unattached'),
+    reason: z.enum(['unattached', 'detached']),
   }),
   /** Something referenced the file without consuming it (masquerade avatar): servable from now on. */
   FileReferenced: z.object({
