@@ -1,11 +1,20 @@
-// A/B: the same send load on services started from two trees, interleaved; CPU µs per send of each thread.
+/**
+ * A/B of the send path between two checkouts: `node --import tsx bench/ab.ts <dir A> <dir B> [rounds]` starts
+ * the service from each directory (both need their node_modules), gives each the bench's users and channels,
+ * then alternates 4 s rounds of the send bench's load between them (A B, B A, …) so that the machine's noise
+ * falls on both alike. Prints, per side, sends/s of each round and the medians of sends/s and of the CPU spent
+ * per send by the service's main thread, its other threads (GC helpers, the search indexer) and Redis, read
+ * from /proc (Linux only). Not part of `npm run bench`.
+ */
 import path from 'node:path';
 import os from 'node:os';
 import fs from 'node:fs';
 import { spawn, execSync } from 'node:child_process';
 import { measure, setupServer, signupUser, type BenchUser } from './http.ts';
 import { SEND_BODY } from './send.ts';
+import { deletePrefix } from '../test/helpers/service.ts';
 const HZ = 100;
+const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 function threads(pid: number): Map<string, number> {
   const m = new Map<string, number>();
   for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
@@ -19,14 +28,22 @@ function threads(pid: number): Map<string, number> {
 const redisPid = Number(execSync('pgrep -n redis-server').toString().trim());
 async function start(dir: string, label: string) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ab-'));
-  const child = spawn(process.execPath, [...(process.env.AB_NODE_ARGS ?? '').split(' ').filter(Boolean), '--import', 'tsx', 'bench/serve.ts', 'service'], { cwd: dir, env: { ...process.env, LOG_LEVEL: 'error', ROLES: 'api,projector', RATE_LIMITS: 'off', API_PORT: '0', HOST: '127.0.0.1', DATA_DIR: path.join(tmp, 'data'), REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: `ab:${label}:${process.pid}:` }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const prefix = `ab:${label}:${process.pid}:`;
+  const child = spawn(process.execPath, [...(process.env.AB_NODE_ARGS ?? '').split(' ').filter(Boolean), '--import', 'tsx', 'bench/serve.ts', 'service'], { cwd: dir, env: { ...process.env, LOG_LEVEL: 'error', ROLES: 'api,projector', RATE_LIMITS: 'off', API_PORT: '0', HOST: '127.0.0.1', DATA_DIR: path.join(tmp, 'data'), REDIS_URL: REDIS, REDIS_PREFIX: prefix }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   const url = await new Promise<string>((resolve) => { let out = ''; child.stdout!.on('data', (d) => { out += d; const m = /^BENCH (.*)$/m.exec(out); if (m) resolve(JSON.parse(m[1]!).apiUrl); }); });
   const users: BenchUser[] = [];
   for (let i = 0; i < 10; i++) users.push(await signupUser(url));
   const { channels } = await setupServer(url, users[0]!, 20, users.slice(1));
   let i = 0;
   const next = () => { const u = users[i % users.length]!; const c = channels[Math.floor(i / users.length) % channels.length]!; i++; return { path: `/channels/${c}/messages`, headers: { 'X-Session-Token': u.token, 'Content-Type': 'application/json' }, body: SEND_BODY }; };
-  return { label, url, next, pid: child.pid!, stop: () => { child.kill('SIGTERM'); }, res: [] as Array<{ rps: number; main: number; other: number; redis: number }> };
+  const stop = async () => {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    await deletePrefix(REDIS, prefix);
+    fs.rmSync(tmp, { recursive: true, force: true });
+  };
+  return { label, url, next, pid: child.pid!, stop, res: [] as Array<{ rps: number; main: number; other: number; redis: number }> };
 }
 const A = await start(process.argv[2]!, 'A');
 const B = await start(process.argv[3]!, 'B');
@@ -41,4 +58,4 @@ for (let r = 0; r < rounds; r++) for (const s of r % 2 ? [B, A] : [A, B]) {
 }
 const med = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
 for (const s of [A, B]) console.log(`${s.label} ${process.argv[s === A ? 2 : 3]}: rps ${s.res.map((x) => Math.round(x.rps)).join(' ')} | median rps ${Math.round(med(s.res.map((x) => x.rps)))}, main µs/send ${med(s.res.map((x) => x.main)).toFixed(0)}, other threads ${med(s.res.map((x) => x.other)).toFixed(0)}, redis ${med(s.res.map((x) => x.redis)).toFixed(0)}`);
-A.stop(); B.stop();
+await Promise.all([A.stop(), B.stop()]);
