@@ -34,6 +34,22 @@ export interface SweepDeps {
 /** Files looked at per run at most. */
 export const SWEEP_BATCH = 500;
 
+/**
+ * Appends `FileExpired` (`reason`) to the file's stream at the revision read, then removes its processed blobs;
+ * false when the file changed meanwhile (used, or retired by another worker: the next run sees the new state).
+ */
+async function expire(deps: SweepDeps, fileId: string, record: FileRecord, reason: 'unattached' | 'detached'): Promise<boolean> {
+  const metadata = { actor: null, requestId: `${reason === 'unattached' ? 'sweep' : 'purge'}-${fileId}`, at: new Date(deps.now()).toISOString(), scope: record.uploaderId };
+  try {
+    await deps.store.append(fileStream(fileId), [toNewEvent({ type: 'FileExpired', data: { reason } }, metadata)], record.revision);
+  } catch (err) {
+    if (err instanceof WrongExpectedRevisionError) return false;
+    throw err;
+  }
+  await deps.blobs.removeProcessed(fileId);
+  return true;
+}
+
 /** Retires the uploads older than `maxAgeMs` that nothing used; returns the ids retired by this run. */
 export async function sweepUnattachedFiles(deps: SweepDeps, maxAgeMs: number, batch = SWEEP_BATCH): Promise<string[]> {
   const cutoff = deps.now() - maxAgeMs;
@@ -42,16 +58,7 @@ export async function sweepUnattachedFiles(deps: SweepDeps, maxAgeMs: number, ba
   for (const fileId of candidates) {
     const record = await deps.readModels.getJson<FileRecord>(rm.file(fileId));
     if (!record || record.usedFor !== undefined || record.referenced === true) continue;
-    const metadata = { actor: null, requestId: `sweep-${fileId}`, at: new Date(deps.now()).toISOString(), scope: record.uploaderId };
-    try {
-      await deps.store.append(fileStream(fileId), [toNewEvent({ type: 'FileExpired', data: { reason: 'unattached' } }, metadata)], record.revision);
-    } catch (err) {
-      // Used (or swept) meanwhile: the next run sees the new state.
-      if (err instanceof WrongExpectedRevisionError) continue;
-      throw err;
-    }
-    await deps.blobs.removeProcessed(fileId);
-    swept.push(fileId);
+    if (await expire(deps, fileId, record, 'unattached')) swept.push(fileId);
   }
   if (swept.length > 0) deps.log.info({ count: swept.length }, 'unattached uploads swept');
   return swept;
@@ -75,15 +82,7 @@ export async function purgeDetachedFiles(deps: SweepDeps, retentionMs: number, b
       await deps.readModels.dequeue(rm.detachedFiles(), fileId);
       continue;
     }
-    const metadata = { actor: null, requestId: `purge-${fileId}`, at: new Date(deps.now()).toISOString(), scope: record.uploaderId };
-    try {
-      await deps.store.append(fileStream(fileId), [toNewEvent({ type: 'FileExpired', data: { reason: 'detached' } }, metadata)], record.revision);
-    } catch (err) {
-      if (err instanceof WrongExpectedRevisionError) continue;
-      throw err;
-    }
-    await deps.blobs.removeProcessed(fileId);
-    purged.push(fileId);
+    if (await expire(deps, fileId, record, 'detached')) purged.push(fileId);
   }
   if (purged.length > 0) deps.log.info({ count: purged.length }, 'detached files purged');
   return purged;
