@@ -4,7 +4,8 @@
  * then alternates 4 s rounds of the send bench's load between them (A B, B A, …) so that the machine's noise
  * falls on both alike. Prints, per side, sends/s of each round and the medians of sends/s and of the CPU spent
  * per send by the service's main thread, its other threads (GC helpers, the search indexer) and Redis, read
- * from /proc (Linux only). Not part of `npm run bench`.
+ * from /proc (Linux only). Node flags for both services: AB_NODE_ARGS; for one side only: AB_NODE_ARGS_A,
+ * AB_NODE_ARGS_B (the same checkout twice then compares flags). Not part of `npm run bench`.
  */
 import path from 'node:path';
 import os from 'node:os';
@@ -29,7 +30,8 @@ const redisPid = Number(execSync('pgrep -n redis-server').toString().trim());
 async function start(dir: string, label: string) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ab-'));
   const prefix = `ab:${label}:${process.pid}:`;
-  const child = spawn(process.execPath, [...(process.env.AB_NODE_ARGS ?? '').split(' ').filter(Boolean), '--import', 'tsx', 'bench/serve.ts', 'service'], { cwd: dir, env: { ...process.env, LOG_LEVEL: 'error', ROLES: 'api,projector', RATE_LIMITS: 'off', API_PORT: '0', HOST: '127.0.0.1', DATA_DIR: path.join(tmp, 'data'), REDIS_URL: REDIS, REDIS_PREFIX: prefix }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const nodeArgs = (process.env[`AB_NODE_ARGS_${label}`] ?? process.env.AB_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'bench/serve.ts', 'service'], { cwd: dir, env: { ...process.env, LOG_LEVEL: 'error', ROLES: 'api,projector', RATE_LIMITS: 'off', API_PORT: '0', HOST: '127.0.0.1', DATA_DIR: path.join(tmp, 'data'), REDIS_URL: REDIS, REDIS_PREFIX: prefix }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   const url = await new Promise<string>((resolve) => { let out = ''; child.stdout!.on('data', (d) => { out += d; const m = /^BENCH (.*)$/m.exec(out); if (m) resolve(JSON.parse(m[1]!).apiUrl); }); });
   const users: BenchUser[] = [];
   for (let i = 0; i < 10; i++) users.push(await signupUser(url));
