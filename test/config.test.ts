@@ -16,6 +16,8 @@ t.test('defaults', async (t) => {
   t.equal(c.wsPublicUrl, 'ws://127.0.0.1:14702/ws');
   t.equal(c.uploadIdleTimeoutMs, 30_000, 'an upload body may pause 30 s');
   t.equal(c.uploadBodyTimeoutMs, 600_000, 'and take 10 min in all');
+  t.equal(c.detachedFileRetentionMs, 7 * 86_400_000, 'a detached file\'s bytes are kept 7 days');
+  t.equal(loadConfig({ DETACHED_FILE_RETENTION_MS: '0' }).detachedFileRetentionMs, 0, '0: purged at the next sweep');
 });
 
 t.test('REDIS_CLUSTER_NODES selects a Redis Cluster; REDIS_URL is then not used', async (t) => {
@@ -48,6 +50,9 @@ t.test('a bad value names the variable in one line', async (t) => {
     [{ UPLOAD_IDLE_TIMEOUT_MS: 'soon' }, 'UPLOAD_IDLE_TIMEOUT_MS'],
     [{ UPLOAD_BODY_TIMEOUT_MS: '3600001' }, 'UPLOAD_BODY_TIMEOUT_MS'],
     [{ UPLOAD_IDLE_TIMEOUT_MS: '5001', UPLOAD_BODY_TIMEOUT_MS: '5000' }, 'UPLOAD_IDLE_TIMEOUT_MS'],
+    [{ DETACHED_FILE_RETENTION_MS: '-1' }, 'DETACHED_FILE_RETENTION_MS'],
+    [{ DETACHED_FILE_RETENTION_MS: 'a week' }, 'DETACHED_FILE_RETENTION_MS'],
+    [{ DETACHED_FILE_RETENTION_MS: String(3650 * 86_400_000 + 1) }, 'DETACHED_FILE_RETENTION_MS'],
   ];
   for (const [env, name] of cases) {
     t.throws(() => loadConfig(env), ConfigError);
