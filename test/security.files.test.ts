@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { Redis } from 'ioredis';
+import { createRedis } from '../src/redis.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import { rebuild } from '../projections/rebuild.ts';
 import { loadFile } from '../src/files.ts';
@@ -75,7 +75,7 @@ t.test('deduplication and the sweep', async (t) => {
     const young = await up(alice.token, await png(33, 17, { r: 9, g: 9, b: 9 }));
     const raced = await up(bob.token, await png(34, 17, { r: 9, g: 9, b: 9 }));
     const youngPath = s.blobs.originalPath(young);
-    const redis = new Redis(s.config.redisUrl);
+    const redis = createRedis(s.config.redisUrl);
     t.teardown(() => redis.disconnect());
     const uploadedAt = async (id: string) => Number(await redis.zscore(s.readModels.key(rm.unattachedFiles()), id));
     const [oldAt, youngAt] = [await uploadedAt(old), await uploadedAt(young)];
@@ -121,7 +121,7 @@ t.test('deduplication and the sweep', async (t) => {
     const gonePath = s.blobs.originalPath(gone);
     t.equal(fs.statSync(gonePath).ino, fs.statSync(s.blobs.originalPath(twin)).ino, 'the twin shares the bytes');
     t.equal((await alice.api.del(`/channels/${channel}/messages/${goneMessage}`)).status, 204);
-    const redis = new Redis(s.config.redisUrl);
+    const redis = createRedis(s.config.redisUrl);
     t.teardown(() => redis.disconnect());
     const queued = async (id: string) => redis.zscore(s.readModels.key(rm.detachedFiles()), id);
     await until('the deleted attachment to be queued', async () => (await queued(gone)) !== null);
@@ -149,7 +149,7 @@ t.test('deduplication and the sweep', async (t) => {
   });
 
   t.test('rebuild equals live', async (t) => {
-    const redis = new Redis(s.config.redisUrl);
+    const redis = createRedis(s.config.redisUrl);
     t.teardown(() => redis.disconnect());
     const dump = async () => {
       const gp = generationPrefix(s.prefix, Number(await redis.get(controlKeys(s.prefix).generation)));
