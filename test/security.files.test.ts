@@ -163,6 +163,29 @@ t.test('deduplication and the sweep', async (t) => {
   });
 });
 
+t.test('the worker role purges on its sweep timer with the configured retention', async (t) => {
+  // Two services: one keeps detached bytes for an hour, one purges them at the next sweep (every 200 ms).
+  for (const [retention, purged] of [['3600000', false], ['0', true]] as const) {
+    const s = await startTestService(t, { RATE_LIMITS: 'off', FILE_SWEEP_INTERVAL_MS: '200', DETACHED_FILE_RETENTION_MS: retention });
+    const alice = await signup(s);
+    const up = await upload(s, alice.token, 'attachments', await png(43, 17, { r: 5, g: 6, b: 7 }), { filename: 'x.png', contentType: 'image/png' });
+    t.equal(up.status, 200, up.text);
+    const group = await alice.api.post('/channels/create', { name: 'timer', users: [] });
+    const sent = await alice.api.post(`/channels/${group.body._id}/messages`, { attachments: [up.body.id] });
+    t.equal(sent.status, 200, sent.text);
+    const bytes = s.blobs.originalPath(up.body.id as string);
+    t.ok(fs.existsSync(bytes));
+    t.equal((await alice.api.del(`/channels/${group.body._id}/messages/${sent.body._id}`)).status, 204);
+    if (purged) {
+      await until('the timer to purge the bytes', async () => !fs.existsSync(bytes), 10_000);
+      t.pass('retention 0: purged by the timer');
+    } else {
+      await new Promise((r) => setTimeout(r, 1500));
+      t.ok(fs.existsSync(bytes), 'retention 1 h: kept after several sweeps');
+    }
+  }
+});
+
 t.test('upload rate limits are counted per user: a new session does not reset them', async (t) => {
   const s = await startTestService(t, { FILE_SWEEP_INTERVAL_MS: '0' });
   const u = await signup(s);
