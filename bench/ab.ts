@@ -5,16 +5,19 @@
  * falls on both alike. Prints, per side, sends/s of each round and the medians of sends/s and of the CPU spent
  * per send by the service's main thread, its other threads (GC helpers, the search indexer) and Redis, read
  * from /proc (Linux only). Node flags for both services: AB_NODE_ARGS; for one side only: AB_NODE_ARGS_A,
- * AB_NODE_ARGS_B (the same checkout twice then compares flags). Not part of `npm run bench`.
+ * AB_NODE_ARGS_B (the same checkout twice then compares flags). AB_MODE=history measures 100-message history
+ * pages instead of sends. Not part of `npm run bench`.
  */
 import path from 'node:path';
 import os from 'node:os';
 import fs from 'node:fs';
 import { spawn, execSync } from 'node:child_process';
-import { measure, setupServer, signupUser, type BenchUser } from './http.ts';
+import { call, measure, setupServer, signupUser, type BenchUser } from './http.ts';
 import { SEND_BODY } from './send.ts';
 import { deletePrefix } from '../test/helpers/service.ts';
 const HZ = 100;
+const MODE = process.env.AB_MODE ?? 'send';
+const METHOD = MODE === 'history' ? 'GET' : 'POST';
 const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 function threads(pid: number): Map<string, number> {
   const m = new Map<string, number>();
@@ -37,7 +40,15 @@ async function start(dir: string, label: string) {
   for (let i = 0; i < 10; i++) users.push(await signupUser(url));
   const { channels } = await setupServer(url, users[0]!, 20, users.slice(1));
   let i = 0;
-  const next = () => { const u = users[i % users.length]!; const c = channels[Math.floor(i / users.length) % channels.length]!; i++; return { path: `/channels/${c}/messages`, headers: { 'X-Session-Token': u.token, 'Content-Type': 'application/json' }, body: SEND_BODY }; };
+  const send = () => { const u = users[i % users.length]!; const c = channels[Math.floor(i / users.length) % channels.length]!; i++; return { path: `/channels/${c}/messages`, headers: { 'X-Session-Token': u.token, 'Content-Type': 'application/json' }, body: SEND_BODY }; };
+  // AB_MODE=history: 100-message pages of a channel of 1,000 messages, the newest page and pages before
+  // random messages alternating (as the history bench reads).
+  const ids: string[] = [];
+  if (MODE === 'history') {
+    for (let k = 0; k < 1000; k++) ids.push(((await call(`${url}/channels/${channels[0]}/messages`, 'POST', users[0]!.token, JSON.parse(SEND_BODY))) as { _id: string })._id);
+  }
+  const page = () => { i++; return { path: `/channels/${channels[0]}/messages?limit=100${i % 2 ? '' : `&before=${ids[(i * 7919) % ids.length]}`}`, headers: { 'X-Session-Token': users[0]!.token } }; };
+  const next = MODE === 'history' ? page : send;
   const stop = async () => {
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
@@ -49,15 +60,15 @@ async function start(dir: string, label: string) {
 }
 const A = await start(process.argv[2]!, 'A');
 const B = await start(process.argv[3]!, 'B');
-for (const s of [A, B]) await measure({ url: s.url, method: 'POST', next: s.next, duration: 3 });
+for (const s of [A, B]) await measure({ url: s.url, method: METHOD, next: s.next, duration: 3 });
 const rounds = Number(process.argv[4] ?? 5);
 for (let r = 0; r < rounds; r++) for (const s of r % 2 ? [B, A] : [A, B]) {
   const a = threads(s.pid), r0 = threads(redisPid);
-  const res = await measure({ url: s.url, method: 'POST', next: s.next, duration: 4 });
+  const res = await measure({ url: s.url, method: METHOD, next: s.next, duration: 4 });
   const b = threads(s.pid), r1 = threads(redisPid);
   const per = (k: string, x: Map<string, number>, y: Map<string, number>) => (((y.get(k) ?? 0) - (x.get(k) ?? 0)) / HZ) * 1e6 / res.requests;
   s.res.push({ rps: res.rps, main: per('main', a, b), other: per('other', a, b), redis: per('main', r0, r1) + per('other', r0, r1) });
 }
 const med = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
-for (const s of [A, B]) console.log(`${s.label} ${process.argv[s === A ? 2 : 3]}: rps ${s.res.map((x) => Math.round(x.rps)).join(' ')} | median rps ${Math.round(med(s.res.map((x) => x.rps)))}, main µs/send ${med(s.res.map((x) => x.main)).toFixed(0)}, other threads ${med(s.res.map((x) => x.other)).toFixed(0)}, redis ${med(s.res.map((x) => x.redis)).toFixed(0)}`);
+for (const s of [A, B]) console.log(`${s.label} ${process.argv[s === A ? 2 : 3]}: rps ${s.res.map((x) => Math.round(x.rps)).join(' ')} | median rps ${Math.round(med(s.res.map((x) => x.rps)))}, main µs/request ${med(s.res.map((x) => x.main)).toFixed(0)}, other threads ${med(s.res.map((x) => x.other)).toFixed(0)}, redis ${med(s.res.map((x) => x.redis)).toFixed(0)}`);
 await Promise.all([A.stop(), B.stop()]);

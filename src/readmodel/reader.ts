@@ -47,6 +47,8 @@ export class ReadModels {
   private closed = false;
   private cache: FactCache | undefined;
   private invReader: InvalidationReader | undefined;
+  /** The fence read the requests of this turn of the event loop share (not sent yet). */
+  private fenceRound: Promise<void> | undefined;
 
   constructor(o: ReadModelsOptions) {
     this.o = o;
@@ -103,22 +105,31 @@ export class ReadModels {
   }
 
   /**
-   * Makes the fact cache at least as fresh as every partition's checkpoint now (one round trip), so a
-   * request never reads a cached fact older than a write any process acknowledged before it began. Without
-   * the cache: nothing to do.
+   * Makes the fact cache at least as fresh as every partition's checkpoint now, so a request never reads a
+   * cached fact older than a write any process acknowledged before it began. Without the cache: nothing to do.
+   *
+   * The requests that ask during one turn of the event loop share one read of the checkpoints, sent at the
+   * end of that turn (`setImmediate`): after each of them began, so it sees every write acknowledged before
+   * any of them began. A request that asks once that read was sent waits for the next one.
    */
-  async fence(): Promise<void> {
+  fence(): Promise<void> {
+    if (!this.cache || this.gen === undefined) return Promise.resolve();
+    return (this.fenceRound ??= new Promise<void>((resolve, reject) => {
+      setImmediate(() => {
+        this.fenceRound = undefined;
+        this.readFence().then(resolve, reject);
+      });
+    }));
+  }
+
+  /** One read of every partition's checkpoint, and the fact cache brought up to them. */
+  private async readFence(): Promise<void> {
     const cache = this.cache;
     if (!cache || this.gen === undefined) return;
     const n = this.o.partitions;
     const keys = Array.from({ length: n }, (_, i) => this.key(genKeys.checkpoint(n, i)));
     const values = n === 1 ? [await this.o.redis.get(keys[0]!)] : await this.o.redis.mget(...keys);
-    const waits: Array<Promise<void>> = [];
-    values.forEach((v, i) => {
-      const p = cache.reach(i, v === null || v === undefined ? 0n : BigInt(v));
-      waits.push(p);
-    });
-    await Promise.all(waits);
+    await Promise.all(values.map((v, i) => cache.reach(i, v === null || v === undefined ? 0n : BigInt(v))));
   }
 
   private cacheOn(): FactCache | undefined {
