@@ -1,12 +1,14 @@
 /**
  * Voice presence: `voice:<serverId>` (ServerVoiceState) from the `voice-<serverId>` events, and Stoat's client
- * events to the sockets that see the channel: VoiceChannelJoin, VoiceChannelLeave, VoiceChannelMove,
+ * events to the sockets that see the channel; a DM's or group's call likewise as `voice:<channelId>` from
+ * `voice-<channelId>`, its events to the channel's recipients: VoiceChannelJoin, VoiceChannelLeave, VoiceChannelMove,
  * UserVoiceStateUpdate. A member's `can_receive` (server deafen) sets `is_receiving`; a deleted channel or
  * server drops its participants (LiveKit closes the room on its own).
  */
 import type { ServerVoiceState, UserVoiceState } from '../src/domain/voice/state.ts';
 import { rm } from '../src/readmodel/keys.ts';
-import type { Projection } from './types.ts';
+import type { ClientEventRoute, Projection } from './types.ts';
+import { recipientsOf, type PrivateChannelState } from '../src/domain/private/state.ts';
 
 export const voiceProjection: Projection = {
   name: 'voice',
@@ -16,27 +18,33 @@ export const voiceProjection: Projection = {
     const key = rm.serverVoice(serverId);
     const isVoiceStream = e.stream.startsWith('voice-');
     const state = (await tx.getJson<ServerVoiceState>(key)) ?? { participants: {}, revision: -1 };
+    // A DM's or group's call: its presence is scoped by the channel itself, its events go to its recipients.
+    const to = async (channelId: string): Promise<ClientEventRoute> => {
+      if (channelId !== serverId) return { kind: 'channel', serverId, channelId };
+      const priv = await tx.getJson<PrivateChannelState>(rm.privateChannel(channelId));
+      return { kind: 'users', userIds: priv ? recipientsOf(priv) : [], channelId };
+    };
     switch (e.type) {
       case 'VoiceParticipantJoined': {
         const voice: UserVoiceState = { id: e.data.user, joined_at: e.data.joined_at, is_receiving: true, is_publishing: false, screensharing: false, camera: false };
         state.participants[e.data.user] = { channel: e.data.channel, state: voice };
         if (e.data.moved_from !== undefined) {
-          tx.emit({ kind: 'channel', serverId, channelId: e.data.channel }, { type: 'VoiceChannelMove', user: e.data.user, from: e.data.moved_from, to: e.data.channel, state: voice });
+          tx.emit(await to(e.data.channel), { type: 'VoiceChannelMove', user: e.data.user, from: e.data.moved_from, to: e.data.channel, state: voice });
           // Those who see only the old channel hear that the user left it.
-          tx.emit({ kind: 'channel', serverId, channelId: e.data.moved_from }, { type: 'VoiceChannelLeave', id: e.data.moved_from, user: e.data.user });
+          tx.emit(await to(e.data.moved_from), { type: 'VoiceChannelLeave', id: e.data.moved_from, user: e.data.user });
         } else {
-          tx.emit({ kind: 'channel', serverId, channelId: e.data.channel }, { type: 'VoiceChannelJoin', id: e.data.channel, state: voice });
+          tx.emit(await to(e.data.channel), { type: 'VoiceChannelJoin', id: e.data.channel, state: voice });
         }
         break;
       }
       case 'VoiceParticipantLeft':
         delete state.participants[e.data.user];
-        tx.emit({ kind: 'channel', serverId, channelId: e.data.channel }, { type: 'VoiceChannelLeave', id: e.data.channel, user: e.data.user });
+        tx.emit(await to(e.data.channel), { type: 'VoiceChannelLeave', id: e.data.channel, user: e.data.user });
         break;
       case 'VoiceStateUpdated': {
         const p = state.participants[e.data.user];
         if (p) Object.assign(p.state, e.data.data);
-        tx.emit({ kind: 'channel', serverId, channelId: e.data.channel }, { type: 'UserVoiceStateUpdate', id: e.data.user, channel_id: e.data.channel, data: e.data.data });
+        tx.emit(await to(e.data.channel), { type: 'UserVoiceStateUpdate', id: e.data.user, channel_id: e.data.channel, data: e.data.data });
         break;
       }
       case 'MemberEdited': {

@@ -5,15 +5,15 @@
  * `voice_states`, and removal from the room through LiveKit's server API (a loopback HTTP server recording the
  * RoomService calls) when a participant loses Connect.
  */
-import { createHash } from 'node:crypto';
 import http from 'node:http';
 import t from 'tap';
-import { AccessToken, TokenVerifier } from 'livekit-server-sdk';
+import { TokenVerifier } from 'livekit-server-sdk';
 import { Permission as P } from '../src/permissions/bits.ts';
 import { newId } from '../src/ids.ts';
 import { request, signup, type TestUser } from './helpers/http.ts';
 import { createServer, dumpCurrent, dumpRebuild, join } from './helpers/servers.ts';
 import { startTestService, type TestService } from './helpers/service.ts';
+import { joined, left, livekitWebhook, track } from './helpers/livekit.ts';
 import { connectReady } from './helpers/ws.ts';
 import { until } from './helpers/wait.ts';
 
@@ -44,24 +44,10 @@ async function fakeLiveKit(t: { teardown(fn: () => unknown): void }) {
   return lk;
 }
 
-/** Posts a webhook signed as LiveKit signs them (or with `o.secret`, `o.tamper`, no signature). */
-async function webhook(s: TestService, event: Record<string, unknown>, o: { secret?: string; unsigned?: boolean; tamper?: boolean } = {}) {
-  const raw = JSON.stringify({ id: `EV_${newId()}`, createdAt: String(Math.floor(Date.now() / 1000)), ...event });
-  const at = new AccessToken(KEY, o.secret ?? SECRET);
-  at.sha256 = createHash('sha256').update(raw).digest('base64');
-  const token = await at.toJwt();
-  const sent = o.tamper ? raw.replace('"event":"', '"event":"x') : raw;
-  return request(s.apiUrl, 'POST', '/livekit/webhook', {
-    rawBody: sent,
-    contentType: 'application/webhook+json',
-    headers: o.unsigned ? {} : { Authorization: token },
-    skipOpenApi: true,
-  });
+/** Posts a webhook signed with this file's key (or with `o.secret`, `o.tamper`, no signature). */
+function webhook(s: TestService, event: Record<string, unknown>, o: { secret?: string; unsigned?: boolean; tamper?: boolean } = {}) {
+  return livekitWebhook(s, { key: KEY, secret: o.secret ?? SECRET }, event, o);
 }
-
-const joined = (channel: string, user: string, createdAt = 1_700_000_000) => ({ event: 'participant_joined', createdAt: String(createdAt), room: { sid: 'RM_1', name: channel }, participant: { sid: 'PA_1', identity: user } });
-const left = (channel: string, user: string) => ({ event: 'participant_left', room: { sid: 'RM_1', name: channel }, participant: { sid: 'PA_1', identity: user } });
-const track = (event: string, channel: string, user: string, source: string) => ({ event, room: { sid: 'RM_1', name: channel }, participant: { sid: 'PA_1', identity: user }, track: { sid: 'TR_1', source, type: source === 'MICROPHONE' ? 'AUDIO' : 'VIDEO' } });
 
 async function voiceChannel(owner: TestUser, serverId: string, name = 'Voice'): Promise<string> {
   const r = await owner.api.post(`/servers/${serverId}/channels`, { type: 'Voice', name });
@@ -293,6 +279,81 @@ t.test('voice presence', async (t) => {
     t.equal((await owner.api.get(`${S}/${alice.userId}`)).body.nickname, 'moved', 'a failed move applied nothing');
     await webhook(s, left(vc3, alice.userId));
     await owner.api.patch(`${S}/${bob.userId}`, { remove: ['Roles'] });
+  });
+
+  t.test('calls in DMs and groups: join_call, presence to the recipients, Ready, refusals', async (t) => {
+    const [carol, dave, stranger] = await Promise.all([signup(s), signup(s), signup(s)]);
+    const befriend = async (a: TestUser, b: TestUser) => {
+      t.equal((await a.api.put(`/users/${b.userId}/friend`)).status, 200);
+      t.equal((await b.api.put(`/users/${a.userId}/friend`)).body.relationship, 'Friend');
+    };
+    await befriend(alice, bob);
+    await befriend(alice, carol);
+    await befriend(alice, dave);
+    const dm = (await alice.api.get(`/users/${bob.userId}/dm`)).body._id as string;
+    const group = (await alice.api.post('/channels/create', { name: 'Call group', users: [bob.userId, carol.userId] })).body._id as string;
+    const notes = (await alice.api.get('/users/@me/dm')).body._id as string;
+    const daveDm = (await alice.api.get(`/users/${dave.userId}/dm`)).body._id as string;
+    const verifier = new TokenVerifier(KEY, SECRET);
+
+    // join_call: a token for the DM's and the group's room, no room cap.
+    const dmJoin = await alice.api.post(`/channels/${dm}/join_call`, { recipients: [bob.userId] });
+    t.equal(dmJoin.status, 200, dmJoin.text);
+    const claims = await verifier.verify(dmJoin.body.token);
+    t.equal(claims.video?.room, dm, 'room = the DM');
+    t.equal(claims.sub, alice.userId);
+    t.match(claims.video, { roomJoin: true, canPublish: true, canSubscribe: true });
+    t.notOk('roomConfig' in claims, 'no max_users');
+    const groupJoin = await carol.api.post(`/channels/${group}/join_call`, {});
+    t.equal(groupJoin.status, 200, 'a group member');
+    t.equal((await verifier.verify(groupJoin.body.token)).video?.room, group);
+    // Refusals: Saved Notes is no voice channel; someone else's DM is not found; a DM whose other side is no
+    // longer a friend is view only (no Connect), as a DM without friendship is for messages.
+    t.match(await alice.api.post(`/channels/${notes}/join_call`, {}), { status: 400, body: { type: 'NotAVoiceChannel' } });
+    t.match(await stranger.api.post(`/channels/${dm}/join_call`, {}), { status: 404, body: { type: 'NotFound' } });
+    t.equal((await dave.api.del(`/users/${alice.userId}/friend`)).status, 200);
+    t.match(await alice.api.post(`/channels/${daveDm}/join_call`, {}), { status: 403, body: { type: 'MissingPermission', permission: 'Connect' } });
+
+    // Presence: the recipients hear of it, nobody else; Ready lists it; a leave ends it.
+    const bobWs = await connectReady(s, bob.token);
+    const strangerWs = await connectReady(s, stranger.token);
+    const ownerWs = await connectReady(s, owner.token);
+    t.teardown(() => (bobWs.close(), strangerWs.close(), ownerWs.close()));
+    t.match(await webhook(s, joined(dm, alice.userId)), { status: 200, body: {} });
+    const state = { id: alice.userId, joined_at: 1_700_000_000_000, is_receiving: true, is_publishing: false, screensharing: false, camera: false };
+    t.same(await bobWs.waitFor((e) => e.type === 'VoiceChannelJoin' && e.id === dm), { type: 'VoiceChannelJoin', id: dm, state });
+    await webhook(s, track('track_published', dm, alice.userId, 'MICROPHONE'));
+    t.same(await bobWs.waitFor((e) => e.type === 'UserVoiceStateUpdate' && e.channel_id === dm), { type: 'UserVoiceStateUpdate', id: alice.userId, channel_id: dm, data: { is_publishing: true } });
+    const st = await s.readModels.getJson<any>(`voice:${dm}`);
+    t.same(Object.keys(st.participants), [alice.userId], 'kept under the DM itself');
+
+    // A call in a group at the same time: its own scope, so no move out of the DM.
+    await webhook(s, joined(group, carol.userId));
+    await bobWs.waitFor((e) => e.type === 'VoiceChannelJoin' && e.id === group);
+    const late = await connectReady(s, bob.token);
+    t.same(
+      late.frames[1]!.voice_states.filter((v: { id: string }) => v.id === dm || v.id === group).sort((a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : 1)),
+      [{ id: dm, participants: [{ ...state, is_publishing: true }] }, { id: group, participants: [{ ...state, id: carol.userId }] }].sort((a, b) => (a.id < b.id ? -1 : 1)),
+      'Ready lists both calls',
+    );
+    late.close();
+    const strangerReady = await connectReady(s, stranger.token);
+    t.notOk(strangerReady.frames[1]!.voice_states.some((v: { id: string }) => v.id === dm || v.id === group), 'not in anyone else’s Ready');
+    strangerReady.close();
+
+    // Rooms that are no call: Saved Notes, or a channel that does not exist.
+    t.match(await webhook(s, joined(notes, alice.userId)), { status: 200, body: {} });
+    t.equal(await s.readModels.getJson(`voice:${notes}`), null, 'Saved Notes has no call');
+
+    await webhook(s, left(dm, alice.userId));
+    t.same(await bobWs.waitFor((e) => e.type === 'VoiceChannelLeave' && e.id === dm), { type: 'VoiceChannelLeave', id: dm, user: alice.userId });
+    await webhook(s, left(group, carol.userId));
+    await bobWs.waitFor((e) => e.type === 'VoiceChannelLeave' && e.id === group);
+    // The stranger and a server member who shares no private channel heard none of it.
+    t.notOk([...strangerWs.events, ...ownerWs.events].some((e) => String(e.type).startsWith('Voice') || e.type === 'UserVoiceStateUpdate'), 'no call event outside the recipients');
+    const after = await connectReady(s, bob.token);
+    t.notOk(after.frames[1]!.voice_states.some((v: { id: string }) => v.id === dm || v.id === group), 'ended calls are gone from Ready');
+    after.close();
   });
 
   t.test('rebuild equals live', async (t) => {

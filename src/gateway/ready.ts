@@ -39,7 +39,10 @@ async function serverEmojis(deps: AccessDeps, serverIds: string[]): Promise<unkn
   return all.flatMap((m) => [...m.values()].sort((a, b) => (a._id < b._id ? -1 : a._id > b._id ? 1 : 0)));
 }
 
-/** Stoat's `ChannelVoiceState`s of the given servers' voice channels the socket sees (projection `voice`). */
+/**
+ * Stoat's `ChannelVoiceState`s of the voice channels the socket sees (projection `voice`), by the scopes their
+ * presence is kept under: servers, and DMs and groups (their own ids).
+ */
 async function voiceStates(deps: AccessDeps, serverIds: string[], visible: Map<string, Set<string>>): Promise<unknown[]> {
   const states = await deps.readModels.mgetJson<ServerVoiceState>(serverIds.map((id) => rm.serverVoice(id)));
   const out: Array<{ id: string; participants: UserVoiceState[] }> = [];
@@ -120,7 +123,12 @@ export async function buildReady(
   if (fields.has('channels')) frame.channels = channels;
   if (fields.has('members')) frame.members = members;
   if (fields.has('emojis')) frame.emojis = await serverEmojis(deps, servers.map((s) => s._id));
-  if (fields.has('voice_states')) frame.voice_states = await voiceStates(deps, servers.map((s) => s._id), visible);
+  if (fields.has('voice_states')) {
+    // A DM's or group's call is kept under the channel's own id, and its recipients see it.
+    const calls = privates.filter((c) => c.channel_type === 'DirectMessage' || c.channel_type === 'Group').map((c) => c._id);
+    const seen = new Map([...visible, ...calls.map((id) => [id, new Set([id])] as const)]);
+    frame.voice_states = await voiceStates(deps, [...servers.map((s) => s._id), ...calls], seen);
+  }
   if (fields.has('policy_changes')) frame.policy_changes = [];
   if (settingsKeys.length > 0) frame.user_settings = Object.fromEntries(await fetchSettings(deps.readModels, userId, settingsKeys));
   if (fields.has('channel_unreads')) frame.channel_unreads = await fetchUnreads(deps.readModels, userId);

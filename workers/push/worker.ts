@@ -4,7 +4,8 @@
  * 1. A subscription to the event log (checkpoint `push:cp` in Redis, shared by every worker process; the head
  *    the first time, so history — and a rebuild of the read models, which does not touch this checkpoint —
  *    is never pushed) turns each user's `MessageSent` into a `message` job on the BullMQ queue `push`
- *    (job id = the message id: several workers, or a replay after a crash, add it once).
+ *    (job id = the message id: several workers, or a replay after a crash, add it once); likewise friend
+ *    requests (`friend` jobs) and DM and group calls that start (`call` jobs, Stoat's dm_call).
  * 2. The `message` job waits until the read models have the message, picks who is notified (the recipients
  *    of a DM or group, or the mentioned users of a server channel; not the author; nobody for
  *    SuppressNotifications), drops those online on a socket (Stoat's `filter_online`) and those whose synced
@@ -62,6 +63,19 @@ export interface FriendJob {
   userId: string;
   /** Who sent the request, or who accepted it. */
   other: string;
+  /** The event's id (the notification's identity), scope and position. */
+  eventId: string;
+  scope: string;
+  position: string;
+}
+
+/** A DM's or group's call started (a `VoiceParticipantJoined` that rings): Stoat's dm_call. */
+export interface CallJob {
+  /** Who started it. */
+  caller: string;
+  channelId: string;
+  /** Who is rung (recorded in the event). */
+  ring: string[];
   /** The event's id (the notification's identity), scope and position. */
   eventId: string;
   scope: string;
@@ -163,7 +177,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
   const budgetWindowMs = push.attempts * push.timeoutMs + push.retryDelayMs * 2 ** push.attempts + 60_000;
   const lockMs = push.timeoutMs + 5000;
 
-  const queue = new Queue<MessageJob | SendJob | FriendJob>(PUSH_QUEUE, { connection, prefix });
+  const queue = new Queue<MessageJob | SendJob | FriendJob | CallJob>(PUSH_QUEUE, { connection, prefix });
   queue.on('error', (err) => log.warn({ err: err.message }, 'push queue error'));
   const untrack = trackQueue(PUSH_QUEUE, queue);
   const retry = {
@@ -230,6 +244,31 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     return toSessions(userId, `fr-${eventId}`, JSON.stringify({ body }));
   };
 
+  // Stoat's pushd rings a DM's or group's recipients when a call starts, as `{"body": "<name> is calling you"}`
+  // or `"… is calling your group, <group name>"`, to every subscribed session (a call is for now: online or
+  // not); a recipient whose notification setting mutes the channel (or everything) is not rung.
+  const callFanOut = async (job: Job<CallJob>): Promise<number> => {
+    const { caller, channelId, ring, eventId, scope, position } = job.data;
+    await readModels.waitFor(scope, BigInt(position));
+    const [pch, profile] = await Promise.all([
+      readModels.getJson<PrivateChannelState>(rm.privateChannel(channelId)),
+      readModels.getJson<{ username?: string; discriminator?: string; display_name?: string }>(rm.user(caller)),
+    ]);
+    if (!pch || !profile) return 0;
+    const name = profile.display_name ?? `${profile.username ?? 'Someone'}#${profile.discriminator ?? '0000'}`;
+    const body = pch.channel_type === 'Group' ? `${name} is calling your group, ${pch.name}` : `${name} is calling you`;
+    // Only those still in the channel, never the caller.
+    const members = new Set(recipientsOf(pch));
+    let queued = 0;
+    for (const userId of new Set(ring)) {
+      if (userId === caller || !members.has(userId)) continue;
+      const stored = await readModels.hgetJson<[number, unknown]>(rm.userSettings(userId), 'notifications');
+      if (!settingsAllow(parseNotificationSettings(stored?.[1]), { channelId, serverId: null }, true)) continue;
+      queued += await toSessions(userId, `call-${eventId}`, JSON.stringify({ body }));
+    }
+    return queued;
+  };
+
   const send = async (job: Job<SendJob>): Promise<SendOutcome> => {
     const { userId, sessionId, endpoint, payload } = job.data;
     const account = await readModels.getJson<AccountState>(rm.account(userId));
@@ -263,9 +302,15 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     throw new UnrecoverableError(`push service refused the notification: ${status}`);
   };
 
-  const processJob = async (job: Job<MessageJob | SendJob | FriendJob>): Promise<unknown> =>
-    job.name === 'message' ? fanOut(job as Job<MessageJob>) : job.name === 'friend' ? friendFanOut(job as Job<FriendJob>) : send(job as Job<SendJob>);
-  const worker = new Worker<MessageJob | SendJob | FriendJob>(PUSH_QUEUE, timedJob(PUSH_QUEUE, processJob), {
+  const processJob = async (job: Job<MessageJob | SendJob | FriendJob | CallJob>): Promise<unknown> =>
+    job.name === 'message'
+      ? fanOut(job as Job<MessageJob>)
+      : job.name === 'friend'
+        ? friendFanOut(job as Job<FriendJob>)
+        : job.name === 'call'
+          ? callFanOut(job as Job<CallJob>)
+          : send(job as Job<SendJob>);
+  const worker = new Worker<MessageJob | SendJob | FriendJob | CallJob>(PUSH_QUEUE, timedJob(PUSH_QUEUE, processJob), {
     connection,
     prefix,
     concurrency: 16,
@@ -273,7 +318,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     stalledInterval: lockMs,
     name: `${os.hostname()}:${process.pid}`,
   });
-  const release = (job: Job<MessageJob | SendJob | FriendJob> | undefined): void => {
+  const release = (job: Job<MessageJob | SendJob | FriendJob | CallJob> | undefined): void => {
     if (job?.name !== 'send') return;
     const d = job.data as SendJob;
     void redis.zrem(pushBudgetKey(config.redisPrefix, d.userId), job.id ?? '').catch(() => {});
@@ -302,8 +347,16 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     onCaughtUp: () => resolveCaughtUp(),
     onError: (err) => log.error({ err }, 'push subscription failed'),
     onEvents: async (events) => {
-      const jobs: Array<{ name: string; data: MessageJob | FriendJob; opts: { jobId: string } & typeof retry }> = [];
+      const jobs: Array<{ name: string; data: MessageJob | FriendJob | CallJob; opts: { jobId: string } & typeof retry }> = [];
       for (const e of events) {
+        if (e.type === 'VoiceParticipantJoined') {
+          const d = e.data as { channel: string; user: string; ring?: string[] };
+          if (d.ring && d.ring.length > 0) {
+            const data: CallJob = { caller: d.user, channelId: d.channel, ring: d.ring, eventId: e.id, scope: e.metadata.scope, position: e.position.toString() };
+            jobs.push({ name: 'call', data, opts: { ...retry, jobId: `c-${e.id}` } });
+          }
+          continue;
+        }
         if (e.type === 'RelationshipChanged' && e.stream.startsWith(RELATIONS_STREAM)) {
           // `userId` received a request (Incoming), or `other` accepted the request `userId` had sent: the
           // acceptance is the pair of Friend events its acceptor (the actor) appended; `userId` is told on its own stream.

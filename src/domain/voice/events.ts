@@ -1,6 +1,6 @@
 /**
  * Voice presence (stream `voice-<serverId>`, scope = the server, so it projects in order with the server's
- * channels and members). Driven by LiveKit's webhooks (`POST /livekit/webhook`): who is in which voice channel
+ * channels and members; a DM's or group's call: stream `voice-<channelId>`, scope = the channel). Driven by LiveKit's webhooks (`POST /livekit/webhook`): who is in which voice channel
  * of the server, and their microphone, camera and screen-share state. A user is in at most one voice channel
  * per server (Stoat's rule): joining another one is a move.
  */
@@ -19,7 +19,14 @@ export const VoiceFlags = z.object({
 
 export const voiceEvents = {
   /** A user joined a voice channel (`moved_from`: the channel of this server they were in until now). */
-  VoiceParticipantJoined: z.object({ channel: z.string(), user: z.string(), joined_at: z.number().int(), moved_from: z.string().optional() }),
+  VoiceParticipantJoined: z.object({
+    channel: z.string(),
+    user: z.string(),
+    joined_at: z.number().int(),
+    moved_from: z.string().optional(),
+    /** A DM's or group's call started with this join: the recipients rung (pushed "… is calling you"). */
+    ring: z.array(z.string()).max(100).optional(),
+  }),
   /** A user left a voice channel. */
   VoiceParticipantLeft: z.object({ channel: z.string(), user: z.string() }),
   /** A participant's state changed (a track published, unpublished, muted or unmuted; receiving switched). */

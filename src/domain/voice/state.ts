@@ -20,7 +20,7 @@ export interface ServerVoiceState {
 
 /** What a LiveKit webhook reported, reduced to what presence needs. */
 export type VoiceReport =
-  | { kind: 'joined'; channel: string; user: string; at: number }
+  | { kind: 'joined'; channel: string; user: string; at: number; ring?: string[] }
   | { kind: 'left'; channel: string; user: string }
   | { kind: 'track'; channel: string; user: string; source: 'microphone' | 'camera' | 'screen'; on: boolean };
 
@@ -30,7 +30,14 @@ export function decideVoice(state: ServerVoiceState | null, r: VoiceReport): Dom
   switch (r.kind) {
     case 'joined':
       if (current?.channel === r.channel) return [];
-      return [{ type: 'VoiceParticipantJoined', data: { channel: r.channel, user: r.user, joined_at: r.at, ...(current ? { moved_from: current.channel } : {}) } }];
+      // The first one in a DM's or group's call starts it: the others are rung.
+      const starts = r.ring !== undefined && r.ring.length > 0 && !Object.values(state?.participants ?? {}).some((p) => p.channel === r.channel);
+      return [
+        {
+          type: 'VoiceParticipantJoined',
+          data: { channel: r.channel, user: r.user, joined_at: r.at, ...(current ? { moved_from: current.channel } : {}), ...(starts ? { ring: r.ring } : {}) },
+        },
+      ];
     case 'left':
       // A leave of a channel the user already moved out of is the old room's late goodbye.
       if (current?.channel !== r.channel) return [];

@@ -1,4 +1,5 @@
-// POST /channels/:channel_id/join_call — {node?, force_disconnect?, recipients?} → {token, url}: a LiveKit join token (Connect).
+// POST /channels/:channel_id/join_call — {node?, force_disconnect?, recipients?} → {token, url}: a LiveKit join token (Connect)
+// for a server voice channel, a DM or a group.
 import { z } from 'zod';
 import { channelAccess } from '../../../access.ts';
 import type { UserProfile } from '../../../domain/account/state.ts';
@@ -8,6 +9,8 @@ import { require as requirePermission } from '../../../permissions/calculate.ts'
 import { rm } from '../../../readmodel/keys.ts';
 import { createJoinToken, LIVEKIT_NODE } from '../../../voice/token.ts';
 import { defineRoute } from '../../route.ts';
+import type { ServerVoiceState } from '../../../domain/voice/state.ts';
+import { rememberRing } from '../../../voice/ring.ts';
 import { idString } from '../../schemas.ts';
 
 // Stoat's DataJoinCall. This service hands out tokens and keeps no record of who is in which call (only
@@ -20,7 +23,10 @@ const Body = z.strictObject({
    * room, and no other session is known here (so there is no AlreadyConnected either).
    */
   force_disconnect: z.boolean().nullish(),
-  /** Accepted, not acted on: users to ring when the call starts (DM and group calls; there are none here). */
+  /**
+   * In a DM or group: who to ring when this join starts the call (nobody in it yet); without it, every other
+   * recipient is rung (src/voice/ring.ts). Ignored in a server voice channel, as in Stoat.
+   */
   recipients: z.array(idString).max(100).nullish(),
 });
 
@@ -35,7 +41,10 @@ export default defineRoute({
     // Membership first (404), then the right to join, before saying anything about the channel itself.
     const a = await channelAccess(deps, params.channel_id!, caller.userId);
     requirePermission(a.permissions, Permission.Connect);
-    if (a.kind !== 'server' || a.channel.voice === undefined) throw new AppError({ type: 'NotAVoiceChannel' });
+    // Stoat's `Channel::voice()`: a server channel with voice settings, and every DM and group (a call there);
+    // Saved Notes and text channels are no voice channels.
+    const voiceOf = a.kind === 'server' ? a.channel.voice : a.channel.channel_type === 'DirectMessage' || a.channel.channel_type === 'Group' ? {} : undefined;
+    if (voiceOf === undefined) throw new AppError({ type: 'NotAVoiceChannel' });
     // Voice channels made while voice was on stay readable after it is turned off, but nobody can join them.
     const voice = deps.config.voice;
     if (!voice.enabled) throw new AppError({ type: 'FeatureDisabled', feature: 'voice' });
@@ -49,8 +58,14 @@ export default defineRoute({
       identity: caller.userId,
       name: profile.display_name ?? profile.username,
       permissions: a.permissions,
-      maxUsers: a.channel.voice.max_users,
+      maxUsers: 'max_users' in voiceOf ? voiceOf.max_users : undefined,
     });
+    if (a.kind === 'private' && body.recipients != null && body.recipients.length > 0) {
+      const call = await deps.readModels.getJson<ServerVoiceState>(rm.serverVoice(a.channel._id));
+      if (!Object.values(call?.participants ?? {}).some((p) => p.channel === a.channel._id)) {
+        await rememberRing(deps.readModels.redis, deps.config.redisPrefix, a.channel._id, caller.userId, body.recipients);
+      }
+    }
     return { token, url: voice.url };
   },
 });

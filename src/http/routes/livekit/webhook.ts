@@ -1,12 +1,14 @@
 // POST /livekit/webhook — LiveKit's webhooks (signed with LIVEKIT_API_KEY/SECRET) → voice presence events. 200 `{}`.
 import type Koa from 'koa';
 import { WebhookReceiver, type WebhookEvent } from 'livekit-server-sdk';
-import { loadChannel } from '../../../access.ts';
+import { loadChannel, loadPrivateChannel } from '../../../access.ts';
 import { voiceStream } from '../../../domain/voice/events.ts';
 import { decideVoice, type ServerVoiceState, type VoiceReport } from '../../../domain/voice/state.ts';
 import { AppError } from '../../../errors.ts';
 import { isUlid } from '../../../ids.ts';
 import { rm } from '../../../readmodel/keys.ts';
+import type { PrivateChannelState } from '../../../domain/private/state.ts';
+import { takeRing } from '../../../voice/ring.ts';
 import type { AppDeps } from '../../deps.ts';
 import { defineRoute } from '../../route.ts';
 import { readRawBody } from '../../body.ts';
@@ -82,6 +84,17 @@ function reportOf(e: WebhookEvent, channel: string, user: string): VoiceReport |
   }
 }
 
+/**
+ * Whose voice presence a room belongs to: a voice channel's server, or a DM's or group's own id (with the
+ * channel: its call rings its recipients); undefined for any other room.
+ */
+async function voiceScopeOf(deps: AppDeps, channelId: string): Promise<{ scope: string; call?: PrivateChannelState } | undefined> {
+  const channel = await loadChannel(deps, channelId);
+  if (channel) return channel.voice ? { scope: channel.server } : undefined;
+  const priv = await loadPrivateChannel(deps, channelId);
+  return priv && (priv.channel_type === 'DirectMessage' || priv.channel_type === 'Group') ? { scope: priv._id, call: priv } : undefined;
+}
+
 export default defineRoute({
   method: 'POST',
   path: '/livekit/webhook',
@@ -103,14 +116,18 @@ export default defineRoute({
     if (!isUlid(channelId) || !isUlid(userId)) return {};
     const report = reportOf(e, channelId, userId);
     if (!report) return {};
-    const channel = await loadChannel(rc.deps, channelId);
-    if (!channel || !channel.voice) return {};
-    const serverId = channel.server;
-    const stream = voiceStream(serverId);
+    // A server voice channel's presence is its server's (one voice channel per server); a DM's or a group's
+    // call is its own.
+    const where = await voiceScopeOf(rc.deps, channelId);
+    if (where === undefined) return {};
+    const { scope, call } = where;
+    // A DM's or group's call: a join says who it rings, should it start the call (decideVoice decides).
+    if (call && report.kind === 'joined') report.ring = await takeRing(rc.deps.readModels.redis, rc.deps.config.redisPrefix, call, userId);
+    const stream = voiceStream(scope);
     await rc.deps.executor.execute({ ...rc.meta, actor: userId }, [stream], async () => {
-      const state = await rc.deps.readModels.getJson<ServerVoiceState>(rm.serverVoice(serverId));
+      const state = await rc.deps.readModels.getJson<ServerVoiceState>(rm.serverVoice(scope));
       const revision = state?.revision ?? -1;
-      return { writes: [{ stream, scope: serverId, expected: revision < 0 ? 'no_stream' : revision, events: decideVoice(state, report) }], result: undefined };
+      return { writes: [{ stream, scope, expected: revision < 0 ? 'no_stream' : revision, events: decideVoice(state, report) }], result: undefined };
     });
     return {};
   },
