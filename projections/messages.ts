@@ -69,6 +69,9 @@ async function applyMessageEvent(e: StoredEvent, tx: ProjectionTx): Promise<void
     case 'MessageReactionsCleared':
       tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: { reactions: {} }, clear: [] });
       return;
+    case 'CallFinished':
+      if (after?.system) tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: { system: after.system }, clear: [] });
+      return;
     case 'MessagePinned':
       tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: { pinned: true }, clear: [] });
       return;

@@ -28,6 +28,7 @@ export const voiceProjection: Projection = {
       case 'VoiceParticipantJoined': {
         const voice: UserVoiceState = { id: e.data.user, joined_at: e.data.joined_at, is_receiving: true, is_publishing: false, screensharing: false, camera: false };
         state.participants[e.data.user] = { channel: e.data.channel, state: voice };
+        if (e.data.call_message !== undefined) state.calls = { ...state.calls, [e.data.channel]: e.data.call_message };
         if (e.data.moved_from !== undefined) {
           tx.emit(await to(e.data.channel), { type: 'VoiceChannelMove', user: e.data.user, from: e.data.moved_from, to: e.data.channel, state: voice });
           // Those who see only the old channel hear that the user left it.
@@ -39,6 +40,12 @@ export const voiceProjection: Projection = {
       }
       case 'VoiceParticipantLeft':
         delete state.participants[e.data.user];
+        // The last one out of a DM's or group's call ends it.
+        if (state.calls?.[e.data.channel] !== undefined && !Object.values(state.participants).some((p) => p.channel === e.data.channel)) {
+          const { [e.data.channel]: _ended, ...rest } = state.calls;
+          if (Object.keys(rest).length > 0) state.calls = rest;
+          else delete state.calls;
+        }
         tx.emit(await to(e.data.channel), { type: 'VoiceChannelLeave', id: e.data.channel, user: e.data.user });
         break;
       case 'VoiceStateUpdated': {

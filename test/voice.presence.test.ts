@@ -345,8 +345,22 @@ t.test('voice presence', async (t) => {
     t.match(await webhook(s, joined(notes, alice.userId)), { status: 200, body: {} });
     t.equal(await s.readModels.getJson(`voice:${notes}`), null, 'Saved Notes has no call');
 
+    // The call's system message: posted by the join that started it, finished by the leave that ends it.
+    const started = await bobWs.waitFor((e) => e.type === 'Message' && e.channel === dm && e.system?.type === 'call_started');
+    t.same(started.system, { type: 'call_started', by: alice.userId }, 'call_started by Alice, not finished');
+    t.equal(started.author, '00000000000000000000000000', 'a system message');
+    await webhook(s, joined(dm, bob.userId));
+    await bobWs.waitFor((e) => e.type === 'VoiceChannelJoin' && e.id === dm && e.state.id === bob.userId);
     await webhook(s, left(dm, alice.userId));
-    t.same(await bobWs.waitFor((e) => e.type === 'VoiceChannelLeave' && e.id === dm), { type: 'VoiceChannelLeave', id: dm, user: alice.userId });
+    t.same(await bobWs.waitFor((e) => e.type === 'VoiceChannelLeave' && e.id === dm && e.user === alice.userId), { type: 'VoiceChannelLeave', id: dm, user: alice.userId });
+    t.notOk(bobWs.events.some((e) => e.type === 'MessageUpdate' && e.id === started._id), 'Bob is still in the call: not finished');
+    await webhook(s, left(dm, bob.userId));
+    const finished = await bobWs.waitFor((e) => e.type === 'MessageUpdate' && e.id === started._id);
+    t.equal(finished.data.system.type, 'call_started');
+    t.match(finished.data.system.finished_at, /^\d{4}-\d\d-\d\dT/, 'finished_at once the last one left');
+    const history = (await bob.api.get(`/channels/${dm}/messages?limit=10`)).body as Array<{ _id: string; system?: unknown }>;
+    t.same(history.find((m) => m._id === started._id)?.system, finished.data.system, 'the history has it finished');
+    t.equal(history.filter((m) => (m.system as { type?: string } | undefined)?.type === 'call_started').length, 1, 'one message for the call');
     await webhook(s, left(group, carol.userId));
     await bobWs.waitFor((e) => e.type === 'VoiceChannelLeave' && e.id === group);
     // The stranger and a server member who shares no private channel heard none of it.

@@ -99,6 +99,8 @@ export const SystemMessageObject = z.discriminatedUnion('type', [
   z.object({ type: z.literal('channel_ownership_changed'), from: z.string(), to: z.string() }),
   z.object({ type: z.literal('message_pinned'), id: z.string(), by: z.string() }),
   z.object({ type: z.literal('message_unpinned'), id: z.string(), by: z.string() }),
+  /** A DM's or group's call started (by the first to join); `finished_at` (ISO) once the last one left. */
+  z.object({ type: z.literal('call_started'), by: z.string(), finished_at: z.string().optional() }),
 ]);
 /** A stored system message body. */
 export type SystemMessageObject = z.infer<typeof SystemMessageObject>;
@@ -172,6 +174,8 @@ export const messageEvents = {
   MessageReactionRemoved: z.object({ channel: z.string(), emoji: z.string() }),
   /** Every reaction was removed (`DELETE …/reactions`). */
   MessageReactionsCleared: z.object({ channel: z.string() }),
+  /** The call a `call_started` system message announced ended (the last participant left) at `finished_at` (ISO). */
+  CallFinished: z.object({ channel: z.string(), finished_at: z.string() }),
   /** The message was pinned by `by`. */
   MessagePinned: z.object({ channel: z.string(), by: z.string() }),
   /** The message was unpinned by `by`. */

@@ -49,6 +49,9 @@ export function evolveMessage(state: MessageState | null, e: DomainEvent, revisi
     case 'MessageReactionsCleared':
       delete s.reactions;
       return s;
+    case 'CallFinished':
+      if (s.system?.type === 'call_started') s.system = { ...s.system, finished_at: e.data.finished_at };
+      return s;
     case 'MessagePinned':
       s.pinned = true;
       return s;

@@ -26,6 +26,8 @@ export const voiceEvents = {
     moved_from: z.string().optional(),
     /** A DM's or group's call started with this join: the recipients rung (pushed "… is calling you"). */
     ring: z.array(z.string()).max(100).optional(),
+    /** A DM's or group's call started with this join: its `call_started` system message, posted with it. */
+    call_message: z.string().optional(),
   }),
   /** A user left a voice channel. */
   VoiceParticipantLeft: z.object({ channel: z.string(), user: z.string() }),

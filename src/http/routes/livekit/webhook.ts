@@ -3,9 +3,13 @@ import type Koa from 'koa';
 import { WebhookReceiver, type WebhookEvent } from 'livekit-server-sdk';
 import { loadChannel, loadPrivateChannel } from '../../../access.ts';
 import { voiceStream } from '../../../domain/voice/events.ts';
-import { decideVoice, type ServerVoiceState, type VoiceReport } from '../../../domain/voice/state.ts';
+import { decideVoice, endedCall, type ServerVoiceState, type VoiceReport } from '../../../domain/voice/state.ts';
+import type { Write } from '../../../commands.ts';
+import type { DomainEvent } from '../../../domain/events.ts';
+import { messageStream, SYSTEM_AUTHOR } from '../../../domain/message/events.ts';
+import { loadMessage } from '../../../readmodel/messages.ts';
 import { AppError } from '../../../errors.ts';
-import { isUlid } from '../../../ids.ts';
+import { isUlid, newId } from '../../../ids.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import type { PrivateChannelState } from '../../../domain/private/state.ts';
 import { takeRing } from '../../../voice/ring.ts';
@@ -95,6 +99,24 @@ async function voiceScopeOf(deps: AppDeps, channelId: string): Promise<{ scope: 
   return priv && (priv.channel_type === 'DirectMessage' || priv.channel_type === 'Group') ? { scope: priv._id, call: priv } : undefined;
 }
 
+/**
+ * The `call_started` system message of a DM's or group's call, appended with the voice event: posted by the
+ * join that starts the call, its `finished_at` set by the leave that ends it (Stoat's CallStarted).
+ */
+async function callMessageWrites(deps: AppDeps, scope: string, state: ServerVoiceState | null, report: VoiceReport, events: DomainEvent[]): Promise<Write[]> {
+  const joined = events.find((e) => e.type === 'VoiceParticipantJoined');
+  if (joined?.type === 'VoiceParticipantJoined' && joined.data.call_message !== undefined) {
+    const message = { _id: joined.data.call_message, channel: joined.data.channel, author: SYSTEM_AUTHOR, system: { type: 'call_started' as const, by: joined.data.user } };
+    return [{ stream: messageStream(message._id), scope, expected: 'no_stream', events: [{ type: 'MessageSent', data: { message } }] }];
+  }
+  const ended = endedCall(state, report, events);
+  if (ended === undefined) return [];
+  const message = await loadMessage(deps.readModels, report.channel, ended);
+  // Deleted meanwhile, or already finished: nothing to write.
+  if (!message || message.system?.type !== 'call_started' || message.system.finished_at !== undefined) return [];
+  return [{ stream: messageStream(ended), scope, expected: message.revision, events: [{ type: 'CallFinished', data: { channel: report.channel, finished_at: new Date(deps.now()).toISOString() } }] }];
+}
+
 export default defineRoute({
   method: 'POST',
   path: '/livekit/webhook',
@@ -121,13 +143,18 @@ export default defineRoute({
     const where = await voiceScopeOf(rc.deps, channelId);
     if (where === undefined) return {};
     const { scope, call } = where;
-    // A DM's or group's call: a join says who it rings, should it start the call (decideVoice decides).
-    if (call && report.kind === 'joined') report.ring = await takeRing(rc.deps.readModels.redis, rc.deps.config.redisPrefix, call, userId);
+    // A DM's or group's call: should this join start it (decideVoice decides), who it rings and its message's id.
+    if (call && report.kind === 'joined') {
+      report.start = { ring: await takeRing(rc.deps.readModels.redis, rc.deps.config.redisPrefix, call, userId), message: newId(rc.deps.now()) };
+    }
     const stream = voiceStream(scope);
     await rc.deps.executor.execute({ ...rc.meta, actor: userId }, [stream], async () => {
       const state = await rc.deps.readModels.getJson<ServerVoiceState>(rm.serverVoice(scope));
       const revision = state?.revision ?? -1;
-      return { writes: [{ stream, scope, expected: revision < 0 ? 'no_stream' : revision, events: decideVoice(state, report) }], result: undefined };
+      const events = decideVoice(state, report);
+      const writes: Write[] = [{ stream, scope, expected: revision < 0 ? 'no_stream' : revision, events }];
+      if (call) writes.push(...(await callMessageWrites(rc.deps, scope, state, report, events)));
+      return { writes, result: undefined };
     });
     return {};
   },
