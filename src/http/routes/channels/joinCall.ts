@@ -43,7 +43,7 @@ export default defineRoute({
     requirePermission(a.permissions, Permission.Connect);
     // Stoat's `Channel::voice()`: a server channel with voice settings, and every DM and group (a call there);
     // Saved Notes and text channels are no voice channels.
-    const voiceOf = a.kind === 'server' ? a.channel.voice : a.channel.channel_type === 'DirectMessage' || a.channel.channel_type === 'Group' ? {} : undefined;
+    const voiceOf: { max_users?: number | undefined } | undefined = a.kind === 'server' ? a.channel.voice : a.channel.channel_type === 'DirectMessage' || a.channel.channel_type === 'Group' ? {} : undefined;
     if (voiceOf === undefined) throw new AppError({ type: 'NotAVoiceChannel' });
     // Voice channels made while voice was on stay readable after it is turned off, but nobody can join them.
     const voice = deps.config.voice;
@@ -58,7 +58,7 @@ export default defineRoute({
       identity: caller.userId,
       name: profile.display_name ?? profile.username,
       permissions: a.permissions,
-      maxUsers: 'max_users' in voiceOf ? voiceOf.max_users : undefined,
+      maxUsers: voiceOf.max_users,
     });
     if (a.kind === 'private' && body.recipients != null && body.recipients.length > 0) {
       const call = await deps.readModels.getJson<ServerVoiceState>(rm.serverVoice(a.channel._id));
