@@ -70,7 +70,9 @@ async function applyMessageEvent(e: StoredEvent, tx: ProjectionTx): Promise<void
       tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: { reactions: {} }, clear: [] });
       return;
     case 'CallFinished':
-      if (after?.system) tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: { system: after.system }, clear: [] });
+      // `_id` too: stoat.js builds a call_started system message from its message's id (the call's start time),
+      // and without it the client throws on the update and keeps the call unfinished.
+      if (after?.system) tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: { _id: messageId, system: after.system }, clear: [] });
       return;
     case 'MessagePinned':
       tx.emit(route, { type: 'MessageUpdate', id: messageId, channel: channelId, data: { pinned: true }, clear: [] });

@@ -304,6 +304,10 @@ t.test('voice presence', async (t) => {
     t.equal(claims.sub, alice.userId);
     t.match(claims.video, { roomJoin: true, canPublish: true, canSubscribe: true });
     t.notOk('roomConfig' in claims, 'no max_users');
+    // A ring list of 100 ids is taken, 101 refused as a JSON error.
+    const ids = (n: number) => Array.from({ length: n }, (_, i) => `01K${String(i).padStart(23, '0')}`);
+    t.equal((await alice.api.post(`/channels/${dm}/join_call`, { recipients: ids(100) })).status, 200, '100 recipients');
+    t.match(await alice.api.post(`/channels/${dm}/join_call`, { recipients: ids(101) }), { status: 400, body: { type: 'FailedValidation' } }, '101 recipients');
     const groupJoin = await carol.api.post(`/channels/${group}/join_call`, {});
     t.equal(groupJoin.status, 200, 'a group member');
     t.equal((await verifier.verify(groupJoin.body.token)).video?.room, group);
