@@ -63,7 +63,7 @@ async function loadFacts(e: StoredEvent, tx: ProjectionTx): Promise<AuditFacts |
   if (needs.emojiId !== undefined) facts.emoji = await tx.hgetJson<EmojiObject>(rm.serverEmojis(serverId), needs.emojiId);
   if (needs.webhookId !== undefined) facts.webhook = await tx.getJson<WebhookState>(rm.webhook(needs.webhookId));
   if (needs.messageId !== undefined && needs.channelId !== undefined) {
-    facts.message = await tx.hgetJson<MessageState>(rm.channelMessages(needs.channelId), needs.messageId);
+    facts.message = await tx.rgetJson<MessageState>(rm.channelHistory(needs.channelId), needs.messageId);
     if (isBulkDeletion(e)) facts.bulk = await collectBulk(e, tx, serverId, needs.channelId, facts.message);
   }
   return facts;

@@ -103,7 +103,7 @@ export const fileUsesProjection: Projection = {
       case 'MessageEdited': {
         if (e.data.data.embeds === undefined) return;
         const messageId = e.stream.slice('message-'.length);
-        const before = await tx.hgetJson<MessageState>(rm.channelMessages(e.data.channel), messageId);
+        const before = await tx.rgetJson<MessageState>(rm.channelHistory(e.data.channel), messageId);
         if (!before) return;
         const kept = new Set(messageFiles({ attachments: before.attachments, embeds: e.data.data.embeds }));
         const gone = messageFiles(before).filter((id) => !kept.has(id));
@@ -114,7 +114,7 @@ export const fileUsesProjection: Projection = {
       }
       case 'MessageDeleted': {
         const messageId = e.stream.slice('message-'.length);
-        const before = await tx.hgetJson<MessageState>(rm.channelMessages(e.data.channel), messageId);
+        const before = await tx.rgetJson<MessageState>(rm.channelHistory(e.data.channel), messageId);
         const ids = messageFiles(before);
         detach(tx, e, ...ids);
         if (ids.length) tx.hdel(rm.channelFiles(e.data.channel), ...ids);

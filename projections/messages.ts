@@ -1,7 +1,7 @@
 /**
- * Messages from the `message-<id>` streams: per channel, the sorted set `channel:<id>:message_ids` (every
- * member scored 0, so ZRANGEBYLEX pages in ULID order at O(log n + page)) and the hash `channel:<id>:messages`
- * (MessageState JSON with the stream revision, so it handles every event of the stream). A channel's or
+ * Messages from the `message-<id>` streams: per channel, the record set `channel:<id>:history` (a sorted set of
+ * the stored messages, MessageState JSON with the stream revision so it handles every event of the stream, all
+ * scored 0: ZRANGEBYLEX pages in ULID order at O(log n + page), src/readmodel/records.ts). A channel's or
  * server's deletion removes its messages. Emits the message client events of reference §9 on the channel
  * route.
  */
@@ -15,8 +15,7 @@ import type { ClientEventRoute, Projection, ProjectionTx } from './types.ts';
 
 /** Removes every message of a channel. */
 function deleteChannelMessages(tx: ProjectionTx, channelId: string): void {
-  tx.del(rm.channelMessageIds(channelId));
-  tx.del(rm.channelMessages(channelId));
+  tx.del(rm.channelHistory(channelId));
 }
 
 /**
@@ -37,18 +36,13 @@ async function applyMessageEvent(e: StoredEvent, tx: ProjectionTx): Promise<void
   // A message sent while its channel was being deleted lands after the deletion: nothing to keep.
   if (!route) return;
   // A new message has no earlier state, so there is nothing to read.
-  const before = e.type === 'MessageSent' ? null : await tx.hgetJson<MessageState>(rm.channelMessages(channelId), messageId);
+  const before = e.type === 'MessageSent' ? null : await tx.rgetJson<MessageState>(rm.channelHistory(channelId), messageId);
   if (e.type !== 'MessageSent' && !before) return;
   const after = evolveMessage(before, e, e.revision);
-  if (!after) {
-    tx.hdel(rm.channelMessages(channelId), messageId);
-    tx.zrem(rm.channelMessageIds(channelId), messageId);
-  } else {
-    tx.hsetJson(rm.channelMessages(channelId), messageId, storedMessage(after));
-  }
+  if (!after) tx.rdel(rm.channelHistory(channelId), messageId);
+  else tx.rsetJson(rm.channelHistory(channelId), messageId, storedMessage(after));
   switch (e.type) {
     case 'MessageSent':
-      tx.zadd(rm.channelMessageIds(channelId), 0, messageId);
       tx.emit(route, { type: 'Message', ...presentMessage(after!) });
       return;
     case 'MessageEdited':

@@ -89,8 +89,7 @@ export const privateChannelsProjection: Projection = {
         for (const code of await tx.smembers(rm.groupInvites(channelId))) tx.del(rm.invite(code));
         tx.del(rm.groupInvites(channelId));
         for (const u of e.data.recipients) tx.srem(rm.userPrivateChannels(u), channelId);
-        tx.del(rm.channelMessageIds(channelId));
-        tx.del(rm.channelMessages(channelId));
+        tx.del(rm.channelHistory(channelId));
         tx.emit(to(e.data.recipients, channelId), { type: 'ChannelDelete', id: channelId });
         return;
       default:

@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { connectionForKey, createRedis, isCluster, type RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
-import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, genKeys, generationPrefix, readModelIdentity } from '../src/readmodel/keys.ts';
 import { deleteKeys } from './rebuild.ts';
 import { PartitionRunner } from './runner.ts';
 import type { Projection } from './types.ts';
@@ -41,8 +41,8 @@ const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call
 
 /**
  * The current generation, checked against the store's identity in one step: a generation whose checkpoints
- * belong to another store (after `events migrate` and a URL switch, or a store recreated from scratch) is
- * replaced by a new one, which the projectors rebuild from the start of this store. A generation recorded
+ * belong to another store (after `events migrate` and a URL switch, or a store recreated from scratch), or
+ * whose keys are of another layout (`READ_MODEL_LAYOUT`, part of the identity), is replaced by a new one, which the projectors rebuild from the start of this store. A generation recorded
  * before identities existed adopts the store it is first checked against.
  * Returns [generation, created (0/1), the replaced generation or ''].
  */
@@ -141,7 +141,7 @@ export class Projector {
     this.ticking = true;
     try {
       // The store first: while it is down nothing below runs (and no connection is opened).
-      this.storeId ??= await this.o.store.identity();
+      this.storeId ??= readModelIdentity(await this.o.store.identity());
       const { gen, created, replaced } = await currentGeneration(this.admin, this.o.prefix, this.storeId);
       if (gen !== this.generation) {
         this.o.log.info({ from: this.generation, to: gen, created }, 'projector switching generation');
@@ -149,7 +149,7 @@ export class Projector {
         this.generation = gen;
       }
       if (replaced !== undefined) {
-        this.o.log.warn({ replaced, generation: gen, store: this.storeId }, 'the read models belonged to another event store: rebuilding from this one');
+        this.o.log.warn({ replaced, generation: gen, store: this.storeId }, 'the read models belonged to another event store or layout: rebuilding from this one');
         // Its checkpoints are positions in another store: nothing reads that generation any more.
         void deleteKeys(this.admin, generationPrefix(this.o.prefix, replaced)).catch(() => undefined);
       }

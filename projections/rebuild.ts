@@ -7,7 +7,7 @@
 import { connectionForKey, createRedis, isCluster, scanKeys, type RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
-import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, genKeys, generationPrefix, readModelIdentity } from '../src/readmodel/keys.ts';
 import { PartitionRunner } from './runner.ts';
 import type { Projection } from './types.ts';
 
@@ -150,7 +150,7 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
       await Promise.all(runners.map((r) => r?.stop()));
     }
     // The new generation's checkpoints are positions in this store (see Projector: a mismatch rebuilds).
-    await admin.hset(ctl.generationStores, String(generation), await o.store.identity());
+    await admin.hset(ctl.generationStores, String(generation), readModelIdentity(await o.store.identity()));
     if (o.swap !== false) {
       await admin.set(ctl.generation, String(generation));
       await admin.publish(ctl.controlChannel, `generation:${generation}`);

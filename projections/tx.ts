@@ -4,6 +4,7 @@
  */
 import type { RedisClient } from '../src/redis.ts';
 import { fieldKey, isCacheableHash, isCacheableKey, pageKeyOf } from '../src/readmodel/factCache.ts';
+import { recordHead, recordRange } from '../src/readmodel/records.ts';
 import type { ClientEventRoute, ProjectionTx } from './types.ts';
 
 const DELETED = Symbol('deleted');
@@ -187,6 +188,45 @@ export class BatchTx implements ProjectionTx {
       this.touch(key, f);
     }
     this.ops.push(['hdel', full, ...fields]);
+  }
+
+  async rgetJson<T>(key: string, id: string): Promise<T | null> {
+    const full = this.k(key);
+    const h = this.hashes.get(full);
+    if (h?.fields.has(id)) {
+      const v = h.fields.get(id);
+      return v === DELETED ? null : (v as T);
+    }
+    if (h?.wiped) return null;
+    const ck = `${full}\u0000${id}`;
+    const cached = this.cache.get(ck);
+    if (cached !== undefined) return cached as T | null;
+    const [min, max] = recordRange(id);
+    const [raw] = await this.redis.zrangebylex(full, min, max, 'LIMIT', 0, 1);
+    const v = raw === undefined ? null : (JSON.parse(raw) as T);
+    this.cache.set(ck, v);
+    return v;
+  }
+
+  rsetJson(key: string, id: string, value: unknown): void {
+    const json = JSON.stringify(value);
+    // The record's bytes are its place in the set: one that does not begin with its id would be lost to it.
+    if (!json.startsWith(recordHead(id))) throw new Error(`a record of ${key} must begin with {"_id":"${id}"`);
+    this.touch(key);
+    const full = this.k(key);
+    this.hash(full).fields.set(id, value);
+    const [min, max] = recordRange(id);
+    // The record it replaces (if any) has other bytes: remove it by its id's range, then add.
+    this.ops.push(['zremrangebylex', full, min, max]);
+    this.ops.push(['zadd', full, 0, json]);
+  }
+
+  rdel(key: string, id: string): void {
+    this.touch(key);
+    const full = this.k(key);
+    this.hash(full).fields.set(id, DELETED);
+    const [min, max] = recordRange(id);
+    this.ops.push(['zremrangebylex', full, min, max]);
   }
 
   private set(full: string): SetOverlay {

@@ -40,6 +40,15 @@ export interface ProjectionTx {
   hsetJson(key: string, field: string, value: unknown): void;
   /** Removes hash fields. */
   hdel(key: string, ...fields: string[]): void;
+  /**
+   * One record of a record set (src/readmodel/records.ts: a sorted set of JSON objects each beginning with
+   * `{"_id":"<id>"`), including this batch's writes; null when absent.
+   */
+  rgetJson<T>(key: string, id: string): Promise<T | null>;
+  /** Stores the record of an id in a record set, replacing the one it had. `value` must serialise with `_id` first. */
+  rsetJson(key: string, id: string, value: unknown): void;
+  /** Removes the record of an id from a record set. */
+  rdel(key: string, id: string): void;
   /** Adds set members. */
   sadd(key: string, ...members: string[]): void;
   /** Removes set members. */

@@ -17,7 +17,7 @@ import { Projector } from '../projections/projector.ts';
 import { rebuild } from '../projections/rebuild.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import type { Projection } from '../projections/types.ts';
-import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, genKeys, generationPrefix, READ_MODEL_LAYOUT, readModelIdentity } from '../src/readmodel/keys.ts';
 import { startKurrentDouble } from './helpers/kurrentDouble.ts';
 import { testDatabase } from './helpers/postgres.ts';
 import { runCli } from './helpers/cli.ts';
@@ -276,7 +276,8 @@ t.test('the projector starts a new generation when the checkpoints belong to ano
   await fill(b, 'b', 8);
   const first = await run(a);
   t.strictSame(first.ids, ['a0', 'a1', 'a2', 'a3', 'a4']);
-  t.equal(await redis.hget(controlKeys(prefix).generationStores, String(first.gen)), await a.identity(), 'the generation records its store');
+  t.equal(await redis.hget(controlKeys(prefix).generationStores, String(first.gen)), readModelIdentity(await a.identity()), 'the generation records its store and layout');
+  t.match(readModelIdentity(await a.identity()), new RegExp(` layout:${READ_MODEL_LAYOUT}$`));
   // The URL now points at B: the old checkpoint (position 5) would skip B's first five events.
   const second = await run(b);
   t.not(second.gen, first.gen, 'a new generation');
@@ -285,6 +286,13 @@ t.test('the projector starts a new generation when the checkpoints belong to ano
   // Back on the same store: no rebuild.
   const third = await run(b);
   t.equal(third.gen, second.gen, 'same store, same generation');
+  // The same store, read models of an earlier layout (as a release before this one recorded them): rebuilt.
+  await redis.hset(ctl.generationStores, String(third.gen), `${await b.identity()} layout:${READ_MODEL_LAYOUT - 1}`);
+  await redis.set(generationPrefix(prefix, third.gen) + 'count', JSON.stringify({ ids: ['stale'] }));
+  const fourth = await run(b);
+  t.not(fourth.gen, third.gen, 'another layout, a new generation');
+  t.strictSame(fourth.ids, ['b0', 'b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7'], 'rebuilt from the log in the current layout');
+  await until('the old layout deleted', async () => (await redis.exists(generationPrefix(prefix, third.gen) + 'count')) === 0, 10_000, 20);
 });
 
 t.test('while the store is down the projector opens no Redis connection per retry', async (t) => {

@@ -6,6 +6,7 @@
  */
 import t from 'tap';
 import { rm } from '../src/readmodel/keys.ts';
+import { recordRange } from '../src/readmodel/records.ts';
 import { signup } from './helpers/http.ts';
 import { createServer, join } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
@@ -46,11 +47,14 @@ t.test('a history page is the stored wire forms', async (t) => {
   t.same(withUsers.body.users.map((u: { _id: string }) => u._id).sort(), [owner.userId, other.userId].sort(), 'the authors are listed');
   t.same(withUsers.body.members.map((m: { _id: { user: string } }) => m._id.user).sort(), [owner.userId, other.userId].sort());
 
-  // A value in another layout (revision first, as an older projection stored it) takes the slow path.
-  const key = s.readModels.key(rm.channelMessages(server.general));
-  const raw = JSON.parse((await s.redis.hget(key, sent[2]!))!) as Record<string, unknown>;
-  const { revision, ...rest } = raw;
-  await s.redis.hset(key, sent[2]!, JSON.stringify({ revision, ...rest }));
+  // A value in another layout (the revision right after the id, as an older projection could store it) takes the
+  // slow path.
+  const key = s.readModels.key(rm.channelHistory(server.general));
+  const range = recordRange(sent[2]!);
+  const [stored] = await s.redis.zrangebylex(key, ...range, 'LIMIT', 0, 1);
+  const { _id, revision, ...rest } = JSON.parse(stored!) as Record<string, unknown>;
+  await s.redis.zremrangebylex(key, ...range);
+  await s.redis.zadd(key, 0, JSON.stringify({ _id, revision, ...rest }));
   const again = await owner.api.get(`/channels/${server.general}/messages?limit=100&include_users=true`);
   t.same(again.body.messages, expected, 'an older layout answers the same');
   t.same(again.body.users.length, 2);

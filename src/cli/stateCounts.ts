@@ -86,6 +86,7 @@ export async function countReadModels(redis: RedisClient, genPrefix: string): Pr
   }
   const keys = (family: string) => families.get(family) ?? [];
   const hlen = async (family: string) => sum(await batched(redis, keys(family), (p, k) => p.hlen(genPrefix + k), Number));
+  const zcard = async (family: string) => sum(await batched(redis, keys(family), (p, k) => p.zcard(genPrefix + k), Number));
   const servers = await batched(redis, keys('server'), (p, k) => p.get(genPrefix + k), (raw) => JSON.parse(raw as string) as ServerState);
   const relations = await batched(redis, keys('relations'), (p, k) => p.get(genPrefix + k), (raw) => JSON.parse(raw as string) as RelationsState);
   const statuses = relations.flatMap((r) => Object.values(r.relations));
@@ -100,7 +101,7 @@ export async function countReadModels(redis: RedisClient, genPrefix: string): Pr
     bans: await hlen('server:bans'),
     invites: keys('invite').length,
     emojis: keys('emoji').length,
-    messages: await hlen('channel:messages'),
+    messages: await zcard('channel:history'),
     audit_entries: await hlen('audit:entries'),
     friendships: statuses.filter((s) => s === 'Friend').length / 2,
     friend_requests: statuses.filter((s) => s === 'Outgoing').length,
@@ -143,7 +144,7 @@ export async function summariseServer(redis: RedisClient, genPrefix: string, ser
   for (const raw of channelRaws) {
     if (raw === null) continue;
     const c = JSON.parse(raw) as ChannelState;
-    channels.push({ _id: c._id, name: c.name, ...(c.voice ? { voice: true } : {}), messages: await redis.hlen(genPrefix + rm.channelMessages(c._id)) });
+    channels.push({ _id: c._id, name: c.name, ...(c.voice ? { voice: true } : {}), messages: await redis.zcard(genPrefix + rm.channelHistory(c._id)) });
   }
   const latestIds = await redis.zrevrangebylex(genPrefix + rm.auditIndex(serverId), '+', '-', 'LIMIT', 0, 10);
   const latestRaw = latestIds.length ? await redis.hmget(genPrefix + rm.auditEntries(serverId), ...latestIds) : [];

@@ -46,7 +46,7 @@ export function isCacheableHash(logical: string): boolean {
 const CACHEABLE = /^(?:session|user|server|channel|pchannel|relations|bottoken):[^:]+$/;
 const CACHEABLE_HASH = /^server:[^:]+:members$/;
 
-const MESSAGES_KEY = /^channel:([^:]+):(?:messages|message_ids)$/;
+const MESSAGES_KEY = /^channel:([^:]+):history$/;
 
 /** The cache key of a channel's newest history page, for a write to its messages (undefined for other keys). */
 export function pageKeyOf(logical: string): string | undefined {

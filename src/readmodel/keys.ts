@@ -8,6 +8,21 @@
  * and the presence hashes (one XREAD, one script). On one Redis the tags change nothing.
  */
 
+/**
+ * The layout of the read models. A generation records the identity of the event store its checkpoints are
+ * positions of together with this layout (`readModelIdentity`); a process of another layout finds the
+ * generation "of another store" and rebuilds the read models from the log on its first start. Raise it with
+ * every change of what a read-model key holds.
+ * 2: a channel's messages became one sorted set of the stored messages (`channel:<id>:history`) instead of a
+ *    sorted set of ids beside a hash of the messages.
+ */
+export const READ_MODEL_LAYOUT = 2;
+
+/** What a generation records as its origin: the event store's identity and the read-model layout. */
+export function readModelIdentity(storeIdentity: string): string {
+  return `${storeIdentity} layout:${READ_MODEL_LAYOUT}`;
+}
+
 /** Control keys and channels (not generation-scoped). */
 export function controlKeys(prefix: string) {
   return {
@@ -138,12 +153,13 @@ export const rm = {
   auditGoneChannels: (serverId: string) => `audit:${serverId}:gone`,
 
   /**
-   * Sorted set of the channel's message ids, all with score 0, so ZRANGEBYLEX pages through them in ULID
-   * (= time) order at O(log n + page) (projection `messages`).
+   * The channel's messages: a sorted set whose members are the stored messages themselves (MessageState JSON
+   * with the stream revision, `storedMessage` layout, so each begins `{"_id":"<id>"`), all scored 0. Members
+   * sort by their bytes, so by id (ULID = time order): ZRANGEBYLEX pages through them at O(log n + page) and
+   * hands a page back in one reply, and one message is the range of its id (`messageBounds`, src/readmodel/
+   * messages.ts) (projection `messages`).
    */
-  channelMessageIds: (channelId: string) => `channel:${channelId}:message_ids`,
-  /** Hash message id → MessageState JSON of the channel's messages (projection `messages`). */
-  channelMessages: (channelId: string) => `channel:${channelId}:messages`,
+  channelHistory: (channelId: string) => `channel:${channelId}:history`,
 
   /** Emoji JSON by id (projection `emojis`; written by the partition of the emoji's server). */
   emoji: (emojiId: string) => `emoji:${emojiId}`,

@@ -1,14 +1,15 @@
 /**
  * Reading a channel's messages (projection `messages`): a page costs O(log n + page) whatever the channel's
- * size. The page's ids come from the sorted set `channel:<id>:message_ids` (ZRANGEBYLEX / ZREVRANGEBYLEX …
- * LIMIT) and its messages from `channel:<id>:messages` (HMGET): in wire form, two commands and no parsing
- * (`readHistoryWire`, the history route); parsed, one Lua script doing both (`readHistory`, for the routes that
- * work on the messages). A message deleted in between is simply absent.
+ * size. The messages are the members of the record set `channel:<id>:history` (src/readmodel/records.ts), so a
+ * page is one ZRANGEBYLEX / ZREVRANGEBYLEX … LIMIT (two for `nearby`) whose reply is the page: in wire form with
+ * no parsing (`readHistoryWire`, the history route), or parsed (`readHistory`, for the routes that work on the
+ * messages).
  */
 import type { RedisClient } from '../redis.ts';
 import { presentMessage, type MessageState } from '../domain/message/state.ts';
 import { rm } from './keys.ts';
 import type { ReadModels } from './reader.ts';
+import { aboveId, belowId, fromId, recordRange } from './records.ts';
 
 /** Which page of a channel's history (reference §3.7 "Query semantics"). */
 export type HistoryQuery =
@@ -27,47 +28,34 @@ export type HistoryQuery =
       limit: number;
     };
 
-/** Lua: the ids of a page (ARGV: mode asc|desc|nearby, min or the nearby id, max, limit). */
-const SELECT_IDS = `
-local ids
-if ARGV[1] == 'asc' then
-  ids = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[2], ARGV[3], 'LIMIT', 0, tonumber(ARGV[4]))
-elseif ARGV[1] == 'desc' then
-  ids = redis.call('ZREVRANGEBYLEX', KEYS[1], ARGV[3], ARGV[2], 'LIMIT', 0, tonumber(ARGV[4]))
-else
-  ids = redis.call('ZRANGEBYLEX', KEYS[1], '[' .. ARGV[2], '+', 'LIMIT', 0, tonumber(ARGV[4]))
-  local older = redis.call('ZREVRANGEBYLEX', KEYS[1], '(' .. ARGV[2], '-', 'LIMIT', 0, tonumber(ARGV[4]))
-  for i = 1, #older do ids[#ids + 1] = older[i] end
-end
-`;
+/** One ZRANGEBYLEX (ascending) or ZREVRANGEBYLEX (descending) of a page: from, to (in the command's order), limit. */
+interface Range {
+  reverse: boolean;
+  from: string;
+  to: string;
+  limit: number;
+}
 
-/** The page's stored values (null where a message went meanwhile). */
-const PAGE = `${SELECT_IDS}
-if #ids == 0 then return {} end
-return redis.call('HMGET', KEYS[2], unpack(ids))
-`;
-
-type PageCommand = (zset: string, hash: string, mode: string, a: string, b: string, limit: number) => Promise<Array<string | null>>;
-const defined = new WeakSet<RedisClient>();
-
-function define(redis: RedisClient): void {
-  if (!defined.has(redis)) {
-    redis.defineCommand('stoatMessagePage', { numberOfKeys: 2, lua: PAGE });
-    defined.add(redis);
+/** The ranges of a page query, in the order their messages are answered. */
+function rangesOf(q: HistoryQuery): Range[] {
+  if ('nearby' in q) {
+    const n = Math.floor(q.limit / 2) + 1;
+    return [
+      { reverse: false, from: fromId(q.nearby), to: '+', limit: n },
+      { reverse: true, from: belowId(q.nearby), to: '-', limit: n },
+    ];
   }
+  const min = q.after === undefined ? '-' : aboveId(q.after);
+  const max = q.before === undefined ? '+' : belowId(q.before);
+  return [q.sort === 'Oldest' ? { reverse: false, from: min, to: max, limit: q.limit } : { reverse: true, from: max, to: min, limit: q.limit }];
 }
 
-function pageCommand(redis: RedisClient): PageCommand {
-  define(redis);
-  return (redis as unknown as { stoatMessagePage: PageCommand }).stoatMessagePage.bind(redis);
+function readRange(redis: RedisClient, key: string, r: Range): Promise<string[]> {
+  return r.reverse ? redis.zrevrangebylex(key, r.from, r.to, 'LIMIT', 0, r.limit) : redis.zrangebylex(key, r.from, r.to, 'LIMIT', 0, r.limit);
 }
 
-/** The arguments of a page query: mode, bounds and limit. */
-function pageArgs(q: HistoryQuery): [string, string, string, number] {
-  if ('nearby' in q) return ['nearby', q.nearby, '', Math.floor(q.limit / 2) + 1];
-  const min = q.after === undefined ? '-' : `(${q.after}`;
-  const max = q.before === undefined ? '+' : `(${q.before}`;
-  return [q.sort === 'Oldest' ? 'asc' : 'desc', min, max, q.limit];
+function readRangeBuffer(redis: RedisClient, key: string, r: Range): Promise<Buffer[]> {
+  return r.reverse ? redis.zrevrangebylexBuffer(key, r.from, r.to, 'LIMIT', 0, r.limit) : redis.zrangebylexBuffer(key, r.from, r.to, 'LIMIT', 0, r.limit);
 }
 
 /** A page in wire form: the JSON array of Revolt Messages as bytes, and (when asked) the author of each. */
@@ -121,9 +109,8 @@ const EMPTY_PAGE = Buffer.from('[]');
 
 /**
  * One page of a channel's messages in wire form (the JSON array of Revolt Messages as bytes) and the author
- * of each, in the order the query asks for. The stored values are written out as they are, their revision
- * cut off: no message is parsed or serialised. The ids are read first, then the messages (a message deleted
- * between is simply absent, as with `readHistory`).
+ * of each, in the order the query asks for. The stored messages are written out as Redis hands them over,
+ * their revision cut off: no message is parsed or serialised.
  */
 export async function readHistoryWire(readModels: ReadModels, channelId: string, q: HistoryQuery): Promise<WirePage> {
   // The newest page (opening a channel) is the hot one: it is kept in the fact cache until the channel's
@@ -135,30 +122,15 @@ export async function readHistoryWire(readModels: ReadModels, channelId: string,
 }
 
 async function fetchWirePage(readModels: ReadModels, channelId: string, q: HistoryQuery): Promise<WirePage> {
-  const redis = readModels.redis;
-  const zset = readModels.key(rm.channelMessageIds(channelId));
-  let ids: string[];
-  if ('nearby' in q) {
-    const n = Math.floor(q.limit / 2) + 1;
-    const [newer, older] = await Promise.all([
-      redis.zrangebylex(zset, `[${q.nearby}`, '+', 'LIMIT', 0, n),
-      redis.zrevrangebylex(zset, `(${q.nearby}`, '-', 'LIMIT', 0, n),
-    ]);
-    ids = [...newer, ...older];
-  } else {
-    const min = q.after === undefined ? '-' : `(${q.after}`;
-    const max = q.before === undefined ? '+' : `(${q.before}`;
-    ids = q.sort === 'Oldest' ? await redis.zrangebylex(zset, min, max, 'LIMIT', 0, q.limit) : await redis.zrevrangebylex(zset, max, min, 'LIMIT', 0, q.limit);
-  }
-  if (ids.length === 0) return new Page(EMPTY_PAGE, []);
-  const values = await redis.hmgetBuffer(readModels.key(rm.channelMessages(channelId)), ...ids);
+  const key = readModels.key(rm.channelHistory(channelId));
+  const ranges = rangesOf(q);
+  const values = ranges.length === 1 ? await readRangeBuffer(readModels.redis, key, ranges[0]!) : (await Promise.all(ranges.map((r) => readRangeBuffer(readModels.redis, key, r)))).flat();
   // Sizes first, then one copy of each message's wire bytes into the page (no parse, no serialisation).
   const bodies: Buffer[] = [];
   const ends: number[] = [];
   const authorAt: Array<number | string> = [];
   let total = 1;
   for (const v of values) {
-    if (v === null) continue;
     let body = v;
     let end = wireEnd(v);
     let author: string | undefined;
@@ -188,21 +160,27 @@ async function fetchWirePage(readModels: ReadModels, channelId: string, q: Histo
 /** One page of a channel's messages, in the order the query asks for. */
 export async function readHistory(readModels: ReadModels, channelId: string, q: HistoryQuery): Promise<MessageState[]> {
   const out: MessageState[] = [];
-  for (const r of await readPageRaw(readModels, channelId, q)) if (r !== null) out.push(JSON.parse(r) as MessageState);
+  for (const r of await readPageRaw(readModels, channelId, q)) out.push(JSON.parse(r) as MessageState);
   return out;
 }
 
-async function readPageRaw(readModels: ReadModels, channelId: string, q: HistoryQuery): Promise<Array<string | null>> {
-  const page = pageCommand(readModels.redis);
-  return page(readModels.key(rm.channelMessageIds(channelId)), readModels.key(rm.channelMessages(channelId)), ...pageArgs(q));
+async function readPageRaw(readModels: ReadModels, channelId: string, q: HistoryQuery): Promise<string[]> {
+  const key = readModels.key(rm.channelHistory(channelId));
+  return (await Promise.all(rangesOf(q).map((r) => readRange(readModels.redis, key, r)))).flat();
 }
 
 /** One stored message of a channel, or null. */
 export async function loadMessage(readModels: ReadModels, channelId: string, messageId: string): Promise<MessageState | null> {
-  return readModels.hgetJson<MessageState>(rm.channelMessages(channelId), messageId);
+  const [raw] = await readModels.redis.zrangebylex(readModels.key(rm.channelHistory(channelId)), ...recordRange(messageId), 'LIMIT', 0, 1);
+  return raw === undefined ? null : (JSON.parse(raw) as MessageState);
 }
 
-/** Several stored messages of a channel (null where missing). */
+/** Whether a channel holds a message. */
+export async function hasMessage(readModels: ReadModels, channelId: string, messageId: string): Promise<boolean> {
+  return (await readModels.redis.zlexcount(readModels.key(rm.channelHistory(channelId)), ...recordRange(messageId))) > 0;
+}
+
+/** Several stored messages of a channel (null where missing): one range each, sent together. */
 export async function loadMessages(readModels: ReadModels, channelId: string, messageIds: string[]): Promise<Array<MessageState | null>> {
-  return readModels.hmgetJson<MessageState>(rm.channelMessages(channelId), messageIds);
+  return Promise.all(messageIds.map((id) => loadMessage(readModels, channelId, id)));
 }

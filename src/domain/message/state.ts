@@ -1,5 +1,5 @@
 /**
- * The message aggregate's state (read model: a field of `channel:<id>:messages`): Revolt's Message (reference
+ * The message aggregate's state (read model: a member of `channel:<id>:history`): Revolt's Message (reference
  * §8) plus the revision of `message-<id>`, which edits, reactions, pins and deletions expect. The projection
  * and the decider tests apply this one `evolve`.
  */

@@ -5,6 +5,7 @@ import { decideAckChannel } from '../../../domain/unreads/ack.ts';
 import { unreadsStream } from '../../../domain/unreads/events.ts';
 import { isCanonicalUlid } from '../../../ids.ts';
 import { rm } from '../../../readmodel/keys.ts';
+import { hasMessage } from '../../../readmodel/messages.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
 
 export default defineRoute({
@@ -22,12 +23,12 @@ export default defineRoute({
     await deps.executor.execute(rc.meta, [], async () => {
       const a = await channelAccess(deps, channelId, caller.userId);
       const [exists, lastId] = await Promise.all([
-        deps.readModels.redis.hexists(deps.readModels.key(rm.channelMessages(channelId)), messageId),
+        hasMessage(deps.readModels, channelId, messageId),
         deps.readModels.hgetJson<string>(rm.unreadLast(caller.userId), channelId),
       ]);
       const events = decideAckChannel(
         { channelId, messageId },
-        { permissions: a.permissions, inChannel: exists === 1 || ('last_message_id' in a.channel && a.channel.last_message_id === messageId), lastId },
+        { permissions: a.permissions, inChannel: exists || ('last_message_id' in a.channel && a.channel.last_message_id === messageId), lastId },
       );
       return { writes: [{ stream: unreadsStream(caller.userId), scope: caller.userId, expected: 'any' as const, events }], result: undefined };
     });
