@@ -5,6 +5,8 @@ import { Redis } from 'ioredis';
 import t from 'tap';
 import { BatchTx, ValueCache } from '../projections/tx.ts';
 import { aboveId, belowId, fromId, recordRange } from '../src/readmodel/records.ts';
+import { loadMessage, loadMessages } from '../src/readmodel/messages.ts';
+import type { ReadModels } from '../src/readmodel/reader.ts';
 import { deletePrefix, TEST_REDIS_URL, uniquePrefix } from './helpers/service.ts';
 
 const prefix = uniquePrefix();
@@ -88,4 +90,20 @@ t.test('a deleted set reads empty in the batch that deletes it, and the cache fo
   b.commitToCache();
   t.equal(await tx(cache).rgetJson(KEY, A), null, 'the partition cache forgot it');
   t.equal(await redis.exists(full), 0);
+});
+
+t.test('several messages by id in one command: in the order asked, null where absent', async (t) => {
+  const channel = '01KCHANNEL0000000000000001';
+  const b = tx();
+  for (const id of [A, B, C]) b.rsetJson(`channel:${channel}:history`, id, { _id: id, channel, author: '01KAUTHOR00000000000000000', content: id.slice(-1), revision: 0 });
+  await commit(b);
+  const readModels = { redis, key: (k: string) => prefix + k } as unknown as ReadModels;
+  const missing = '01KAAAAAAAAAAAAAAAAAAAAAA9';
+  const got = await loadMessages(readModels, channel, [C, missing, A, B, A]);
+  t.same(got.map((m) => m?.content ?? null), ['2', null, '0', '1', '0']);
+  t.same((await loadMessages(readModels, channel, [B]))[0]?._id, B, 'one id');
+  t.same(await loadMessages(readModels, channel, []), []);
+  t.same(await loadMessages(readModels, channel, [missing, missing]), [null, null]);
+  t.same((await loadMessage(readModels, channel, C))?.content, '2');
+  t.equal(await loadMessage(readModels, channel, missing), null);
 });
