@@ -223,9 +223,11 @@ t.test('one indexer per file (lease); a rebuild from zero equals the live index'
   t.ok(live.dump().terms.length > 8);
 
   // `npm run rebuild:search` while the service runs: it empties the index; the service's indexer replays the log.
+  // The command reads only the data directory and the event store (no Redis: the service's `redis-cluster://`
+  // URL under `npm run test:cluster` is not a REDIS_URL).
   const { execFile } = await import('node:child_process');
   const out = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli/rebuildSearch.ts'], { env: { ...process.env, DATA_DIR: dir, REDIS_URL: s.config.redisUrl, REDIS_PREFIX: s.prefix } }, (err, stdout) =>
+    execFile(process.execPath, ['--import', 'tsx', 'src/cli/rebuildSearch.ts'], { env: { ...process.env, DATA_DIR: dir } }, (err, stdout) =>
       err ? reject(err) : resolve(stdout),
     ),
   );
