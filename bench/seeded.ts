@@ -172,7 +172,9 @@ export function runRebuild(dataDir: string, redisUrl: string, prefix: string): P
   const root = path.join(import.meta.dirname, '..');
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'error', DATA_DIR: dataDir, REDIS_URL: redisUrl, REDIS_PREFIX: prefix };
   delete env.EVENTSTORE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/rebuild.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // BENCH_NODE_ARGS (as for the service processes, bench/http.ts): e.g. `--cpu-prof` to profile the rebuild.
+  const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...extra, '--import', 'tsx', 'src/cli/rebuild.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));

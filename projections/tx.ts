@@ -10,29 +10,54 @@ import type { ClientEventRoute, ProjectionTx } from './types.ts';
 const DELETED = Symbol('deleted');
 type Slot = unknown | typeof DELETED;
 
-/** A bounded cache of JSON values owned by one partition runner (valid while it is the only writer). */
+interface CacheSlot {
+  value: unknown;
+  /** Read or written again since it was added or last spared by an eviction. */
+  used: boolean;
+}
+
+/**
+ * A bounded cache of JSON values owned by one partition runner (valid while it is the only writer). Eviction
+ * is second chance (CLOCK) over insertion order: a tenth at a time, from the oldest, an entry used since it was
+ * added (or last spared) is moved to the end once and the others go. An exact LRU moved an entry to the end on
+ * every read (delete, then set again): in V8's ordered Map each move leaves a hole that the eviction's walk from
+ * the front crosses again until the table is rehashed, and with a key read for every event (the channel of a
+ * message, 1M messages) that walk became 40 % of a rebuild's CPU.
+ */
 export class ValueCache {
-  private readonly map = new Map<string, unknown>();
+  private readonly map = new Map<string, CacheSlot>();
   constructor(private readonly capacity = 20_000) {}
   /** undefined = not cached; null = cached as absent. */
   get(key: string): unknown {
-    const v = this.map.get(key);
-    if (v !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, v);
-    }
-    return v;
+    const slot = this.map.get(key);
+    if (slot === undefined) return undefined;
+    slot.used = true;
+    return slot.value;
   }
   set(key: string, value: unknown): void {
-    this.map.delete(key);
-    this.map.set(key, value);
-    if (this.map.size <= this.capacity) return;
-    // Evict the oldest tenth in one pass. Deleting only the first entry each time leaves deleted slots at the
-    // front of V8's Map that every later keys().next() walks again: a long run of new keys (a channel's
-    // messages) turned quadratic.
-    let n = this.map.size - Math.floor(this.capacity * 0.9);
-    for (const k of this.map.keys()) {
-      this.map.delete(k);
+    const slot = this.map.get(key);
+    if (slot !== undefined) {
+      slot.value = value;
+      slot.used = true;
+      return;
+    }
+    // Room first, so that the entry being added is never the one evicted.
+    if (this.map.size >= this.capacity) this.evict();
+    this.map.set(key, { value, used: false });
+  }
+  /**
+   * Frees a tenth of the capacity in one pass (one entry per insertion would leave deleted slots at the front
+   * that every later pass walks again). Each entry is visited at most twice: once spared, then as any other.
+   */
+  private evict(): void {
+    let n = this.map.size + 1 - Math.floor(this.capacity * 0.9);
+    for (const [key, slot] of this.map) {
+      this.map.delete(key);
+      if (slot.used) {
+        slot.used = false;
+        this.map.set(key, slot);
+        continue;
+      }
       if (--n <= 0) break;
     }
   }
