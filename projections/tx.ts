@@ -96,6 +96,8 @@ export class BatchTx implements ProjectionTx {
   /** Logical keys (`key` or `key\nfield`) the API processes cache and this batch writes (their invalidations). */
   readonly touched = new Set<string>();
   private readonly values = new Map<string, Slot>();
+  /** Where in `ops` the SET of a key stands, while no other command on that key follows it. */
+  private readonly lastSet = new Map<string, number>();
   private readonly hashes = new Map<string, HashOverlay>();
   private readonly sets = new Map<string, SetOverlay>();
 
@@ -141,12 +143,21 @@ export class BatchTx implements ProjectionTx {
     this.touch(key);
     const full = this.k(key);
     this.values.set(full, value);
+    // A key written again in the same batch (a channel's last_message_id, once per message of a rebuild's page):
+    // the earlier SET is replaced where it stands, as nothing between reads or removes that key.
+    const at = this.lastSet.get(full);
+    if (at !== undefined) {
+      this.ops[at]![2] = JSON.stringify(value);
+      return;
+    }
+    this.lastSet.set(full, this.ops.length);
     this.ops.push(['set', full, JSON.stringify(value)]);
   }
 
   del(key: string): void {
     this.touch(key);
     const full = this.k(key);
+    this.lastSet.delete(full);
     this.values.set(full, DELETED);
     this.hashes.set(full, { wiped: true, fields: new Map() });
     this.sets.set(full, { wiped: true, added: new Set(), removed: new Set() });
@@ -308,7 +319,11 @@ export class BatchTx implements ProjectionTx {
   }
 
   eval(script: string, keys: string[], args: string[]): void {
-    for (const k of keys) this.touch(k);
+    for (const k of keys) {
+      this.touch(k);
+      // The script may read the key: a later SET of it must come after the script, not replace an earlier one.
+      this.lastSet.delete(this.k(k));
+    }
     this.ops.push(['eval', script, keys.length, ...keys.map((k) => this.k(k)), ...args]);
   }
 
