@@ -174,7 +174,11 @@ export class BatchTx implements ProjectionTx {
     return h;
   }
 
-  async hgetJson<T>(key: string, field: string): Promise<T | null> {
+  /**
+   * A field of a hash or the record of an id in a record set: this batch's writes, then the partition cache,
+   * then Redis (`fetch`: the raw JSON or null), remembered in the cache.
+   */
+  private async fieldJson<T>(key: string, field: string, fetch: (full: string) => Promise<string | null>): Promise<T | null> {
     const full = this.k(key);
     const h = this.hashes.get(full);
     if (h?.fields.has(field)) {
@@ -185,10 +189,14 @@ export class BatchTx implements ProjectionTx {
     const ck = `${full}\u0000${field}`;
     const cached = this.cache.get(ck);
     if (cached !== undefined) return cached as T | null;
-    const raw = await this.redis.hget(full, field);
+    const raw = await fetch(full);
     const v = raw === null ? null : (JSON.parse(raw) as T);
     this.cache.set(ck, v);
     return v;
+  }
+
+  hgetJson<T>(key: string, field: string): Promise<T | null> {
+    return this.fieldJson<T>(key, field, (full) => this.redis.hget(full, field));
   }
 
   async hgetallJson<T>(key: string): Promise<Map<string, T>> {
@@ -226,22 +234,8 @@ export class BatchTx implements ProjectionTx {
     this.ops.push(['hdel', full, ...fields]);
   }
 
-  async rgetJson<T>(key: string, id: string): Promise<T | null> {
-    const full = this.k(key);
-    const h = this.hashes.get(full);
-    if (h?.fields.has(id)) {
-      const v = h.fields.get(id);
-      return v === DELETED ? null : (v as T);
-    }
-    if (h?.wiped) return null;
-    const ck = `${full}\u0000${id}`;
-    const cached = this.cache.get(ck);
-    if (cached !== undefined) return cached as T | null;
-    const [min, max] = recordRange(id);
-    const [raw] = await this.redis.zrangebylex(full, min, max, 'LIMIT', 0, 1);
-    const v = raw === undefined ? null : (JSON.parse(raw) as T);
-    this.cache.set(ck, v);
-    return v;
+  rgetJson<T>(key: string, id: string): Promise<T | null> {
+    return this.fieldJson<T>(key, id, async (full) => (await this.redis.zrangebylex(full, ...recordRange(id), 'LIMIT', 0, 1))[0] ?? null);
   }
 
   rsetJson(key: string, id: string, value: unknown): void {
