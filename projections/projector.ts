@@ -126,6 +126,8 @@ export class Projector {
     this.admin.defineCommand('leaseRenew', { numberOfKeys: 1, lua: RENEW });
     this.admin.defineCommand('leaseRelease', { numberOfKeys: 1, lua: RELEASE });
     await this.tick();
+    // Stopped during that first check: no timers (they would keep the process alive with nothing to do).
+    if (this.stopping) return;
     const leaseMs = this.o.leaseMs ?? 10_000;
     this.timer = setInterval(() => void this.tick(), this.o.checkIntervalMs ?? 1000);
     this.leaseTimer = setInterval(() => void this.renewLeases(), Math.max(200, Math.floor(leaseMs / 3)));
@@ -243,6 +245,12 @@ export class Projector {
     } catch (err) {
       redis.disconnect();
       throw err;
+    }
+    // Stopped while this partition was starting: `stop` has already stopped what it owned, so this connection
+    // would be left open (and keep the process alive).
+    if (this.stopping) {
+      redis.disconnect();
+      return;
     }
     const runner = new PartitionRunner({
       store: this.o.store,

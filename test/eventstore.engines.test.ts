@@ -314,3 +314,38 @@ t.test('while the store is down the projector opens no Redis connection per retr
   t.equal(mine.length, 0, 'no partition connection left open');
   t.equal(p.partitions.length, 0, 'and no partition running');
 });
+
+t.test('a projector stopped while a partition is starting leaves no connection and no timer behind', async (t) => {
+  const prefix = uniquePrefix();
+  t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
+  const store = new SqliteEventStore(path.join(tempDir(t), 'events.sqlite'));
+  t.teardown(() => store.close());
+  // The store answers the partition's first question only once `stop` has been called.
+  let release!: () => void;
+  const stopped = new Promise<void>((r) => (release = r));
+  let asked = 0;
+  const slow: EventStore = Object.assign(Object.create(store) as EventStore, {
+    headPosition: async () => {
+      asked++;
+      await stopped;
+      return store.headPosition();
+    },
+  });
+  const redis = new Redis(TEST_REDIS_URL);
+  t.teardown(() => redis.disconnect());
+  const name = `${prefix.replace(/[^A-Za-z0-9]/g, '')}stop`;
+  const p = new Projector({ store: slow, redisUrl: TEST_REDIS_URL, prefix, partitions: 1, projections: PROJECTIONS, log, checkIntervalMs: 30, connectionName: name });
+  const starting = p.start();
+  await until('the partition is starting', async () => asked > 0, 5_000, 10);
+  const stopping = p.stop();
+  release();
+  await stopping;
+  await starting.catch(() => undefined);
+  await new Promise((r) => setTimeout(r, 200));
+  const list = (await redis.client('LIST')) as string;
+  t.equal(list.split('\n').filter((l) => l.includes(` name=${name} `)).length, 0, 'no partition connection left open');
+  t.same(p.partitions, [], 'and no partition running');
+  // Its check and lease timers were never set: left running, they would keep the process alive.
+  const internals = p as unknown as { timer?: NodeJS.Timeout; leaseTimer?: NodeJS.Timeout };
+  t.same([internals.timer, internals.leaseTimer], [undefined, undefined], 'no timer left behind');
+});
