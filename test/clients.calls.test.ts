@@ -6,7 +6,7 @@
 import t from 'tap';
 import { Client } from 'stoat.js';
 import { startTestService } from './helpers/service.ts';
-import { clearClientIntervalsAtTeardown, installWebSocket, traceClients } from './helpers/realClients.ts';
+import { clearClientIntervalsAtTeardown, installWebSocket, signUpWithClient, traceClients } from './helpers/realClients.ts';
 import { joined, left, livekitWebhook } from './helpers/livekit.ts';
 import { until } from './helpers/wait.ts';
 
@@ -18,29 +18,13 @@ const SECRET = 'client-call-secret-0123456789abcdefgh';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyClient = any;
 
-async function readyClient(t: { teardown(fn: () => unknown): void }, apiUrl: string, name: string): Promise<AnyClient> {
-  const config = await (await fetch(`${apiUrl}/`)).json();
-  const client = new Client({ baseURL: apiUrl, autoReconnect: false } as never, config) as AnyClient;
-  t.teardown(() => client.events.disconnect());
-  const email = `${name}.${Date.now()}@example.test`;
-  const password = 'correct horse battery';
-  await client.api.post('/auth/account/create', { email, password });
-  const session = await client.api.post('/auth/session/login', { email, password, friendly_name: 'stoat.js call test' });
-  if (session.result !== 'Success') throw new Error('login failed');
-  client.useExistingSession(session);
-  await client.api.post('/onboard/complete', { username: name });
-  const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
-  client.connect();
-  await ready;
-  return client;
-}
 
 t.test('stoat.js: a DM call', async (t) => {
   const s = await startTestService(t, { RATE_LIMITS: 'off', VOICE_ENABLED: 'true', LIVEKIT_URL: 'wss://livekit.example', LIVEKIT_API_KEY: KEY, LIVEKIT_API_SECRET: SECRET });
   const traffic = traceClients(t, s);
   clearClientIntervalsAtTeardown(t);
-  const alice = await readyClient(t, s.apiUrl, `callalice${process.pid}`);
-  const bob = await readyClient(t, s.apiUrl, `callbob${process.pid}`);
+  const alice = await signUpWithClient(t, Client as never, 'stoat.js', s.apiUrl, `callalice${process.pid}`);
+  const bob = await signUpWithClient(t, Client as never, 'stoat.js', s.apiUrl, `callbob${process.pid}`);
   const A = alice.user.id as string;
   const B = bob.user.id as string;
   await bob.users.fetch(A);

@@ -6,7 +6,7 @@ import t from 'tap';
 import { Client as StoatClient } from 'stoat.js';
 import { Client as RevoltClient } from 'revolt.js';
 import { startTestService } from './helpers/service.ts';
-import { assertTraffic, clearClientIntervalsAtTeardown, installWebSocket, traceClients } from './helpers/realClients.ts';
+import { assertTraffic, clearClientIntervalsAtTeardown, installWebSocket, signUpWithClient, traceClients } from './helpers/realClients.ts';
 import { until } from './helpers/wait.ts';
 
 installWebSocket();
@@ -22,23 +22,6 @@ async function maybe204(lib: string, p: Promise<unknown>): Promise<void> {
   }
 }
 
-async function readyClient(t: { teardown(fn: () => unknown): void }, lib: string, apiUrl: string, name: string): Promise<AnyClient> {
-  const config = await (await fetch(`${apiUrl}/`)).json();
-  const Ctor = (lib === 'stoat.js' ? StoatClient : RevoltClient) as any;
-  const client = new Ctor({ baseURL: apiUrl, autoReconnect: false }, config);
-  t.teardown(() => client.events.disconnect());
-  const email = `${name}.${Date.now()}@example.test`;
-  const password = 'correct horse battery';
-  await maybe204(lib, client.api.post('/auth/account/create', { email, password }));
-  const session = await client.api.post('/auth/session/login', { email, password, friendly_name: `${lib} test` });
-  if (session.result !== 'Success') throw new Error('login failed');
-  client.useExistingSession(session);
-  await client.api.post('/onboard/complete', { username: name });
-  const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
-  client.connect();
-  await ready;
-  return client;
-}
 
 for (const lib of ['stoat.js', 'revolt.js']) {
   t.test(`${lib}: friends, DM, group`, async (t) => {
@@ -46,9 +29,11 @@ for (const lib of ['stoat.js', 'revolt.js']) {
     const traffic = traceClients(t, s);
     clearClientIntervalsAtTeardown(t);
     const tag = lib === 'stoat.js' ? 'st' : 'rv';
-    const alice = await readyClient(t, lib, s.apiUrl, `${tag}alice${process.pid}`);
-    const bob = await readyClient(t, lib, s.apiUrl, `${tag}bob${process.pid}`);
-    const carol = await readyClient(t, lib, s.apiUrl, `${tag}carol${process.pid}`);
+    const Ctor = (lib === 'stoat.js' ? StoatClient : RevoltClient) as never;
+    const which = lib as 'stoat.js' | 'revolt.js';
+    const alice = await signUpWithClient(t, Ctor, which, s.apiUrl, `${tag}alice${process.pid}`);
+    const bob = await signUpWithClient(t, Ctor, which, s.apiUrl, `${tag}bob${process.pid}`);
+    const carol = await signUpWithClient(t, Ctor, which, s.apiUrl, `${tag}carol${process.pid}`);
     const A = alice.user.id as string;
     const B = bob.user.id as string;
     const C = carol.user.id as string;

@@ -189,3 +189,37 @@ export function rawRequest(
     req.end();
   });
 }
+
+/**
+ * Signs a new account up with a real client (stoat.js or revolt.js, its constructor given), logs it in,
+ * onboards it as `name` and waits for the gateway's `ready`. revolt.js (revolt-api 0.8.5-1) rejects the
+ * account creation's 204 with a SyntaxError; that one is expected of revolt.js only.
+ */
+export async function signUpWithClient(
+  t: { teardown(fn: () => unknown): void },
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  Ctor: new (options: any, config: any) => any,
+  lib: 'stoat.js' | 'revolt.js',
+  apiUrl: string,
+  name: string,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<any> {
+  const config = await (await fetch(`${apiUrl}/`)).json();
+  const client = new Ctor({ baseURL: apiUrl, autoReconnect: false }, config);
+  t.teardown(() => client.events.disconnect());
+  const email = `${name}.${Date.now()}@example.test`;
+  const password = 'correct horse battery';
+  try {
+    await client.api.post('/auth/account/create', { email, password });
+  } catch (e) {
+    if (!(lib === 'revolt.js' && e instanceof SyntaxError)) throw e;
+  }
+  const session = await client.api.post('/auth/session/login', { email, password, friendly_name: `${lib} test` });
+  if (session.result !== 'Success') throw new Error('login failed');
+  client.useExistingSession(session);
+  await client.api.post('/onboard/complete', { username: name });
+  const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
+  client.connect();
+  await ready;
+  return client;
+}
