@@ -125,7 +125,7 @@ t.test('migrate falls back to per-stream appends when a multi-stream append ends
   });
   let n = 0;
   // The first group is written but its reply is lost (unavailable); the second fails as unknown.
-  const target: EventStore = Object.assign(Object.create(inner) as EventStore, {
+  const target: EventStore = overrideStore(inner, {
     appendMany: async (writes: Parameters<EventStore['appendMany']>[0]) => {
       n++;
       if (n === 1) {
@@ -141,7 +141,7 @@ t.test('migrate falls back to per-stream appends when a multi-stream append ends
   t.equal(r.copied + r.skipped, 60);
   t.strictSame(shape(await all(inner)), shape(await all(source)), 'the target equals the source: nothing lost, nothing twice');
   // Any other error still stops the migration.
-  const boom: EventStore = Object.assign(Object.create(inner) as EventStore, {
+  const boom: EventStore = overrideStore(inner, {
     appendMany: async () => {
       throw Object.assign(new Error('access denied'), { type: 'access-denied' });
     },
@@ -153,13 +153,30 @@ t.test('migrate falls back to per-stream appends when a multi-stream append ends
 });
 
 /**
+ * `inner` with some members replaced; every other member is `inner`'s own, called on `inner` (a store keeps
+ * its state on itself, so a method must never run with another object as `this`).
+ */
+function overrideStore<O extends object>(inner: EventStore, overrides: O): EventStore & O {
+  return new Proxy(inner, {
+    get(target, key) {
+      if (key in overrides) return Reflect.get(overrides, key);
+      const v = Reflect.get(target, key, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  }) as EventStore & O;
+}
+
+/**
  * A store whose first `drops` subscriptions fail: after delivering one batch (`deliver`), or at once.
  */
 function droppingStore(store: EventStore, drops: number, deliver = true): EventStore & { subscriptions: number } {
-  const wrapper = Object.assign(Object.create(store) as EventStore, {
-    subscriptions: 0,
+  let subscriptions = 0;
+  const wrapper = overrideStore(store, {
+    get subscriptions() {
+      return subscriptions;
+    },
     subscribe(o: SubscribeOptions) {
-      const k = ++wrapper.subscriptions;
+      const k = ++subscriptions;
       if (k > drops) return store.subscribe(o);
       if (!deliver) {
         setImmediate(() => o.onError?.(new Error(`dropped #${k}`)));
@@ -324,7 +341,7 @@ t.test('a projector stopped while a partition is starting leaves no connection a
   let release!: () => void;
   const stopped = new Promise<void>((r) => (release = r));
   let asked = 0;
-  const slow: EventStore = Object.assign(Object.create(store) as EventStore, {
+  const slow: EventStore = overrideStore(store, {
     headPosition: async () => {
       asked++;
       await stopped;
