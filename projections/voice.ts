@@ -2,8 +2,8 @@
  * Voice presence: `voice:<serverId>` (ServerVoiceState) from the `voice-<serverId>` events, and Stoat's client
  * events to the sockets that see the channel; a DM's or group's call likewise as `voice:<channelId>` from
  * `voice-<channelId>`, its events to the channel's recipients: VoiceChannelJoin, VoiceChannelLeave, VoiceChannelMove,
- * UserVoiceStateUpdate. A member's `can_receive` (server deafen) sets `is_receiving`; a deleted channel or
- * server drops its participants (LiveKit closes the room on its own).
+ * UserVoiceStateUpdate. A member's `can_receive` (server deafen) sets `is_receiving`; a deleted channel, server
+ * or group drops its participants (the voice worker closes the room; LiveKit's late leaves then find no call).
  */
 import type { ServerVoiceState, UserVoiceState } from '../src/domain/voice/state.ts';
 import { rm } from '../src/readmodel/keys.ts';
@@ -12,7 +12,7 @@ import { recipientsOf, type PrivateChannelState } from '../src/domain/private/st
 
 export const voiceProjection: Projection = {
   name: 'voice',
-  handles: ['VoiceParticipantJoined', 'VoiceParticipantLeft', 'VoiceStateUpdated', 'MemberEdited', 'ChannelDeleted', 'ServerDeleted'],
+  handles: ['VoiceParticipantJoined', 'VoiceParticipantLeft', 'VoiceStateUpdated', 'MemberEdited', 'ChannelDeleted', 'ServerDeleted', 'GroupDeleted'],
   async apply(e, tx) {
     const serverId = e.metadata.scope;
     const key = rm.serverVoice(serverId);
@@ -74,6 +74,7 @@ export const voiceProjection: Projection = {
         break;
       }
       case 'ServerDeleted':
+      case 'GroupDeleted':
         tx.del(key);
         return;
       default:

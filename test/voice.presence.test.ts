@@ -374,6 +374,73 @@ t.test('voice presence', async (t) => {
     after.close();
   });
 
+  t.test('DM and group calls lose whoever may no longer Connect: an ended friendship, a block, a removal from the group, a group without Connect', async (t) => {
+    const [erin, frank, gina, hank] = await Promise.all([signup(s), signup(s), signup(s), signup(s)]);
+    const befriend = async (a: TestUser, b: TestUser) => {
+      t.equal((await a.api.put(`/users/${b.userId}/friend`)).status, 200);
+      t.equal((await b.api.put(`/users/${a.userId}/friend`)).body.relationship, 'Friend');
+    };
+    await befriend(erin, frank);
+    await befriend(erin, gina);
+    await befriend(erin, hank);
+    const removedSince = (from: number) => lk.calls.slice(from).filter((c) => c.method === 'RemoveParticipant').map((c) => `${c.body.room} ${c.body.identity}`).sort();
+    const inCall = async (channel: string, n: number) => until(`${n} in ${channel}`, async () => Object.keys((await s.readModels.getJson<any>(`voice:${channel}`))?.participants ?? {}).length === n);
+
+    // A DM call: a relationship change that keeps the friendship (another user's request) removes nobody.
+    const dm = (await erin.api.get(`/users/${frank.userId}/dm`)).body._id as string;
+    await webhook(s, joined(dm, erin.userId));
+    await webhook(s, joined(dm, frank.userId));
+    await inCall(dm, 2);
+    let mark = lk.calls.length;
+    t.equal((await frank.api.put(`/users/${gina.userId}/friend`)).status, 200, 'a request to someone else');
+    // Frank ends the friendship: the DM is view only for both, both are removed from its room.
+    t.equal((await frank.api.del(`/users/${erin.userId}/friend`)).status, 200);
+    await until('both removed', () => removedSince(mark).length >= 2);
+    t.same(removedSince(mark), [`${dm} ${erin.userId}`, `${dm} ${frank.userId}`].sort(), 'both recipients, from the DM room, nobody else');
+    await webhook(s, left(dm, erin.userId));
+    await webhook(s, left(dm, frank.userId));
+    await inCall(dm, 0);
+
+    // A block ends a DM call the same way.
+    const dm2 = (await erin.api.get(`/users/${hank.userId}/dm`)).body._id as string;
+    await webhook(s, joined(dm2, erin.userId));
+    await webhook(s, joined(dm2, hank.userId));
+    await inCall(dm2, 2);
+    mark = lk.calls.length;
+    t.equal((await hank.api.put(`/users/${erin.userId}/block`)).status, 200);
+    await until('both removed after the block', () => removedSince(mark).length >= 2);
+    t.same(removedSince(mark), [`${dm2} ${erin.userId}`, `${dm2} ${hank.userId}`].sort());
+    await webhook(s, left(dm2, erin.userId));
+    await webhook(s, left(dm2, hank.userId));
+    t.equal((await hank.api.del(`/users/${erin.userId}/block`)).status, 200);
+
+    // A group call: removing a member takes them out of the room, and only them.
+    await befriend(erin, hank);
+    const group = (await erin.api.post('/channels/create', { name: 'Call group', users: [gina.userId, hank.userId] })).body._id as string;
+    for (const u of [erin, gina, hank]) await webhook(s, joined(group, u.userId));
+    await inCall(group, 3);
+    mark = lk.calls.length;
+    t.equal((await erin.api.del(`/channels/${group}/recipients/${hank.userId}`)).status, 204);
+    await until('hank removed', () => removedSince(mark).length >= 1);
+    t.same(removedSince(mark), [`${group} ${hank.userId}`], 'only the removed member');
+    await webhook(s, left(group, hank.userId));
+    await inCall(group, 2);
+    // Group permissions that keep Connect remove nobody; without Connect every member but the owner goes.
+    mark = lk.calls.length;
+    const keep = Number(P.ViewChannel | P.ReadMessageHistory | P.SendMessage | P.Connect | P.Speak | P.Listen);
+    t.equal((await erin.api.put(`/channels/${group}/permissions/default`, { permissions: keep })).status, 200);
+    t.equal((await erin.api.put(`/channels/${group}/permissions/default`, { permissions: Number(P.ViewChannel | P.ReadMessageHistory | P.SendMessage) })).status, 200);
+    await until('gina removed', () => removedSince(mark).length >= 1);
+    t.same(removedSince(mark), [`${group} ${gina.userId}`], 'the owner keeps the room');
+    await webhook(s, left(group, gina.userId));
+    // The group ends when its last member leaves: its room is closed and the call's presence goes with it.
+    t.equal((await gina.api.del(`/channels/${group}`)).status, 204);
+    mark = lk.calls.length;
+    t.equal((await erin.api.del(`/channels/${group}`)).status, 204, 'the owner, in the call, leaves last');
+    await until('room closed', () => lk.calls.slice(mark).some((c) => c.method === 'DeleteRoom' && c.body.room === group));
+    await until('presence gone', async () => (await s.readModels.getJson(`voice:${group}`)) === null);
+  });
+
   t.test('rebuild equals live', async (t) => {
     const live = await dumpCurrent(s.redis, s.prefix);
     const rebuilt = await dumpRebuild(t, s.redis, { store: s.store, redisUrl: s.config.redisUrl, prefix: s.prefix, partitions: s.config.projectorPartitions });

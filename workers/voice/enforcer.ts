@@ -6,7 +6,10 @@
  * - members who keep Connect get their participant permission updated (UpdateParticipant) when what they may
  *   do changes: publishing ⇐ Speak/Video (so also `can_publish` and timeouts), subscribing ⇐ Listen (so also
  *   `can_receive`), data ⇐ Speak — the same capabilities a join token carries (`joinGrant`);
- * - a deleted channel's room, and a deleted server's rooms, are closed (DeleteRoom).
+ * - a deleted channel's room, and a deleted server's rooms, are closed (DeleteRoom);
+ * - calls in DMs and groups likewise: a DM's recipients lose Connect when their friendship ends or one blocks
+ *   the other (the DM becomes view only), a group's member when removed from the group or when the group's
+ *   permissions drop Connect (or they hand the ownership on); a deleted group's room is closed.
  *
  * The permission last applied to each participant is kept in Redis (`voice:enforcer:applied:<serverId>`,
  * cleared when they join or leave), so a change that leaves someone's rights as they were calls nothing.
@@ -49,6 +52,9 @@ export const PERMISSION_EVENTS: ReadonlySet<string> = new Set([
   'ChannelDeleted',
 ]);
 
+/** Events of a DM's or group's call (scope: the channel), or of a relationship that decides a DM's permissions. */
+export const PRIVATE_CALL_EVENTS: ReadonlySet<string> = new Set(['RelationshipChanged', 'GroupMemberRemoved', 'GroupPermissionsSet', 'GroupEdited', 'GroupDeleted']);
+
 /** Member fields whose change can change what a member may do in a call. */
 const VOICE_MEMBER_FIELDS = ['roles', 'timeout', 'can_publish', 'can_receive'] as const;
 const VOICE_MEMBER_REMOVES = new Set(['Roles', 'Timeout', 'CanPublish', 'CanReceive']);
@@ -62,6 +68,11 @@ interface CheckJob {
   users?: string[];
   /** Rooms to close (deleted channels). */
   rooms?: string[];
+  /**
+   * A DM's or group's call (`serverId` is then the channel): the check waits for every partition to pass
+   * `position`, since what decides (the recipients' relationships) is kept under the users' scopes.
+   */
+  private?: true;
 }
 
 /**
@@ -88,7 +99,7 @@ function merge(into: CheckJob | undefined, next: CheckJob): CheckJob {
   if (!into) return next;
   const users = into.users && next.users ? [...new Set([...into.users, ...next.users])] : undefined;
   const rooms = [...(into.rooms ?? []), ...(next.rooms ?? [])];
-  return { serverId: next.serverId, position: next.position, ...(users ? { users } : {}), ...(rooms.length ? { rooms } : {}) };
+  return { serverId: next.serverId, position: next.position, ...(users ? { users } : {}), ...(rooms.length ? { rooms } : {}), ...(into.private || next.private ? { private: true as const } : {}) };
 }
 
 /** Dependencies of the enforcer. */
@@ -141,7 +152,8 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
     for (const room of job.data.rooms ?? []) {
       if (await gone(() => rooms.deleteRoom(room))) log.info({ serverId, room }, 'closed the voice room of a deleted channel');
     }
-    await readModels.waitFor(serverId, BigInt(position));
+    if (job.data.private) await readModels.waitForAll(BigInt(position));
+    else await readModels.waitFor(serverId, BigInt(position));
     const state = await readModels.getJson<ServerVoiceState>(rm.serverVoice(serverId));
     const only = job.data.users ? new Set(job.data.users) : null;
     let changed = 0;
@@ -174,6 +186,32 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
   worker.on('error', (err) => log.warn({ err: err.message }, 'voice worker error'));
   worker.on('failed', (job, err) => log.warn({ job: job?.id, err: err.message }, 'voice check failed'));
 
+  /** The check a DM's or group's event calls for (null: none, e.g. two users who share no DM). */
+  const privateCallJob = async (e: { type: string; data: unknown; position: bigint }): Promise<CheckJob | null> => {
+    const position = e.position.toString();
+    switch (e.type) {
+      case 'RelationshipChanged': {
+        const d = e.data as { userId: string; other: string };
+        const dm = await readModels.getJson<string>(rm.dmPair(d.userId, d.other));
+        return dm ? { serverId: dm, position, users: [d.userId, d.other], private: true } : null;
+      }
+      case 'GroupMemberRemoved': {
+        const d = e.data as { channelId: string; userId: string };
+        return { serverId: d.channelId, position, users: [d.userId], private: true };
+      }
+      case 'GroupPermissionsSet':
+      case 'GroupEdited': // a new owner: the old one keeps only the group's permissions
+        if (e.type === 'GroupEdited' && (e.data as { data: { owner?: string } }).data.owner === undefined) return null;
+        return { serverId: (e.data as { channelId: string }).channelId, position, private: true };
+      case 'GroupDeleted': {
+        const channelId = (e.data as { channelId: string }).channelId;
+        return { serverId: channelId, position, users: [], rooms: [channelId], private: true };
+      }
+      default:
+        return null;
+    }
+  };
+
   const raw = await redis.get(cpKey);
   const after = raw === null ? await store.headPosition() : BigInt(raw);
   let resolveCaughtUp!: () => void;
@@ -195,6 +233,11 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
           const closed = e.type === 'ChannelDeleted' ? [(e.data as { channelId: string }).channelId] : (e.data as { channels: string[] }).channels;
           jobs.set(serverId, merge(jobs.get(serverId), { serverId, position: e.position.toString(), users: [], rooms: closed }));
           if (e.type === 'ServerDeleted') await redis.del(appliedKey(serverId));
+          continue;
+        }
+        if (PRIVATE_CALL_EVENTS.has(e.type)) {
+          const job = await privateCallJob(e);
+          if (job) jobs.set(job.serverId, merge(jobs.get(job.serverId), job));
           continue;
         }
         if (!PERMISSION_EVENTS.has(e.type)) continue;
