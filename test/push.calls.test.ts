@@ -10,6 +10,7 @@ import { joined, left, livekitWebhook } from './helpers/livekit.ts';
 import { startPushEndpoint } from './helpers/pushEndpoint.ts';
 import { startTestService } from './helpers/service.ts';
 import { until } from './helpers/wait.ts';
+import { createServer } from './helpers/servers.ts';
 
 const KEY = 'ring-test-key';
 const SECRET = 'ring-test-secret-0123456789abcdefghij';
@@ -52,7 +53,7 @@ t.test('a DM or group call that starts rings the other recipients', async (t) =>
   t.equal((await alice.api.post(`/channels/${dm}/join_call`, {})).status, 200);
   t.equal((await webhook(joined(dm, alice.userId))).status, 200);
   const [rung] = await until('Bob rung', () => (calls(bob).length ? calls(bob) : undefined));
-  t.same(rung!.payload, { body: 'Alice A is calling you' });
+  t.same(rung!.payload, { body: 'Alice A is calling you', tag: dm }, 'tagged with the channel, so a stop replaces it');
   await webhook(joined(dm, bob.userId));
   const dmEvents = (await s.store.readStream(`voice-${dm}`)).map((e) => e.data as { user: string; ring?: string[] });
   t.same(dmEvents.map((d) => [d.user, d.ring]), [[alice.userId, [bob.userId]], [bob.userId, undefined]], 'the log keeps who was rung, once');
@@ -63,7 +64,7 @@ t.test('a DM or group call that starts rings the other recipients', async (t) =>
   t.equal(r.status, 200);
   await webhook(joined(group, alice.userId));
   const [groupRing] = await until('Carol rung', () => (calls(carol).length ? calls(carol) : undefined));
-  t.same(groupRing!.payload, { body: 'Alice A is calling your group, Night shift' });
+  t.same(groupRing!.payload, { body: 'Alice A is calling your group, Night shift', tag: group });
   const groupEvents = (await s.store.readStream(`voice-${group}`)).map((e) => e.data as { ring?: string[] });
   t.same(groupEvents[0]!.ring, [carol.userId, dave.userId], 'the event rings the named recipients (an unknown id dropped)');
 
@@ -80,5 +81,28 @@ t.test('a DM or group call that starts rings the other recipients', async (t) =>
   t.equal(calls(carol).length, 2, 'Carol: the two group calls');
   t.equal(calls(alice).length, 1, 'Alice: Bob’s group call only');
   t.equal(calls(dave).length, 0, 'Dave muted the group');
+  t.same(ep.errors, []);
+
+  // Stopping the ring (Stoat's stop_ring, PUT /channels/:id/end_ring/:user): only a participant of the call,
+  // only for a recipient; the stopped recipient's push says so under the ring's tag, which it replaces.
+  await webhook(joined(dm, alice.userId));
+  await until('Bob rung again', () => (calls(bob).length === 2 ? true : undefined));
+  t.match(await carol.api.put(`/channels/${dm}/end_ring/${bob.userId}`), { status: 404, body: { type: 'NotFound' } }, 'someone else’s DM');
+  t.match(await bob.api.put(`/channels/${dm}/end_ring/${alice.userId}`), { status: 400, body: { type: 'NotConnected' } }, 'Bob is not in the call');
+  t.match(await alice.api.put(`/channels/${dm}/end_ring/${carol.userId}`), { status: 404, body: { type: 'NotFound' } }, 'Carol is no recipient of the DM');
+  const srv = await createServer(alice);
+  t.match(await alice.api.put(`/channels/${srv.general}/end_ring/${bob.userId}`), { status: 400, body: { type: 'NoEffect' } }, 'a server channel');
+  t.equal((await alice.api.put(`/channels/${dm}/end_ring/${bob.userId}`)).status, 204);
+  const stop = await until('Bob told', () => (calls(bob).length === 3 ? calls(bob)[2] : undefined));
+  t.same(stop!.payload, { body: 'Alice A stopped calling you', tag: dm });
+  t.same((await s.store.readStream(`ring-${dm}`)).map((e) => [e.type, e.data, e.metadata.actor]), [['CallRingStopped', { channel: dm, by: alice.userId, users: [bob.userId] }, alice.userId]], 'the log keeps who stopped ringing whom');
+  // In the group (Bob is in its call): Carol is told; Dave, who muted the group, is not.
+  t.equal((await bob.api.put(`/channels/${group}/end_ring/${carol.userId}`)).status, 204);
+  t.equal((await bob.api.put(`/channels/${group}/end_ring/${dave.userId}`)).status, 204);
+  const groupStop = await until('Carol told', () => (calls(carol).length === 3 ? calls(carol)[2] : undefined));
+  t.match(groupStop!.payload, { body: /^\S+ stopped calling your group, Night shift$/, tag: group });
+  await new Promise((r) => setTimeout(r, 500));
+  t.equal(calls(dave).length, 0, 'Dave muted the group');
+  t.equal(calls(carol).length, 3);
   t.same(ep.errors, []);
 });

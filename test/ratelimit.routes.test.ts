@@ -62,6 +62,7 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['PUT', '/channels/:channel_id/permissions/:role_id', 'channels', 'channel_id'],
   ['POST', '/channels/:channel_id/invites', 'channels', 'channel_id'],
   ['POST', '/channels/:channel_id/join_call', 'channels', 'channel_id'],
+  ['PUT', '/channels/:channel_id/end_ring/:user_id', 'channels', 'channel_id'],
   ['POST', '/channels/:channel_id/search', 'channels', 'channel_id'],
   ['POST', '/channels/:channel_id/messages', 'messaging', 'channel_id'],
   ['GET', '/channels/:channel_id/messages', 'channels', 'channel_id'],

@@ -460,7 +460,9 @@ t.test('signed webhooks are not rate limited; unsigned ones are', async (t) => {
   t.equal(unsigned.filter((x) => x === 429).length, 1, 'the 21st unsigned request is refused');
 });
 
-t.test('with voice disabled the webhook answers FeatureDisabled', async (t) => {
+t.test('with voice disabled the webhook answers FeatureDisabled, end_ring LiveKitUnavailable', async (t) => {
   const s = await startTestService(t);
   t.match(await webhook(s, { event: 'room_started' }), { status: 400, body: { type: 'FeatureDisabled', feature: 'voice' } });
+  const [a, b] = await Promise.all([signup(s), signup(s)]);
+  t.match(await a.api.put(`/channels/${newId()}/end_ring/${b.userId}`), { status: 400, body: { type: 'LiveKitUnavailable' } }, "Stoat's stop_ring without voice");
 });

@@ -69,13 +69,17 @@ export interface FriendJob {
   position: string;
 }
 
-/** A DM's or group's call started (a `VoiceParticipantJoined` that rings): Stoat's dm_call. */
+/**
+ * A DM's or group's call started (a `VoiceParticipantJoined` that rings), or stopped ringing some of its
+ * recipients (`CallRingStopped`, `stopped`): Stoat's dm_call with `ended` false or true.
+ */
 export interface CallJob {
-  /** Who started it. */
+  /** Who started it (who stopped the ringing). */
   caller: string;
   channelId: string;
-  /** Who is rung (recorded in the event). */
+  /** Who is rung (recorded in the event), or no longer rung. */
   ring: string[];
+  stopped?: true;
   /** The event's id (the notification's identity), scope and position. */
   eventId: string;
   scope: string;
@@ -246,9 +250,11 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
 
   // Stoat's pushd rings a DM's or group's recipients when a call starts, as `{"body": "<name> is calling you"}`
   // or `"… is calling your group, <group name>"`, to every subscribed session (a call is for now: online or
-  // not); a recipient whose notification setting mutes the channel (or everything) is not rung.
+  // not); a recipient whose notification setting mutes the channel (or everything) is not rung. The payload's
+  // `tag` is the channel, so that the push of a stopped ring ("<name> stopped calling you") replaces the
+  // ringing notification (Stoat's web push repeats the ring text there; its mobile pushes say `ended`).
   const callFanOut = async (job: Job<CallJob>): Promise<number> => {
-    const { caller, channelId, ring, eventId, scope, position } = job.data;
+    const { caller, channelId, ring, eventId, scope, position, stopped } = job.data;
     await readModels.waitFor(scope, BigInt(position));
     const [pch, profile] = await Promise.all([
       readModels.getJson<PrivateChannelState>(rm.privateChannel(channelId)),
@@ -256,7 +262,8 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     ]);
     if (!pch || !profile) return 0;
     const name = profile.display_name ?? `${profile.username ?? 'Someone'}#${profile.discriminator ?? '0000'}`;
-    const body = pch.channel_type === 'Group' ? `${name} is calling your group, ${pch.name}` : `${name} is calling you`;
+    const verb = stopped ? 'stopped calling' : 'is calling';
+    const body = pch.channel_type === 'Group' ? `${name} ${verb} your group, ${pch.name}` : `${name} ${verb} you`;
     // Only those still in the channel, never the caller.
     const members = new Set(recipientsOf(pch));
     let queued = 0;
@@ -264,7 +271,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
       if (userId === caller || !members.has(userId)) continue;
       const stored = await readModels.hgetJson<[number, unknown]>(rm.userSettings(userId), 'notifications');
       if (!settingsAllow(parseNotificationSettings(stored?.[1]), { channelId, serverId: null }, true)) continue;
-      queued += await toSessions(userId, `call-${eventId}`, JSON.stringify({ body }));
+      queued += await toSessions(userId, `call-${eventId}`, JSON.stringify({ body, tag: channelId }));
     }
     return queued;
   };
@@ -355,6 +362,12 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
             const data: CallJob = { caller: d.user, channelId: d.channel, ring: d.ring, eventId: e.id, scope: e.metadata.scope, position: e.position.toString() };
             jobs.push({ name: 'call', data, opts: { ...retry, jobId: `c-${e.id}` } });
           }
+          continue;
+        }
+        if (e.type === 'CallRingStopped') {
+          const d = e.data as { channel: string; by: string; users: string[] };
+          const data: CallJob = { caller: d.by, channelId: d.channel, ring: d.users, stopped: true, eventId: e.id, scope: e.metadata.scope, position: e.position.toString() };
+          jobs.push({ name: 'call', data, opts: { ...retry, jobId: `c-${e.id}` } });
           continue;
         }
         if (e.type === 'RelationshipChanged' && e.stream.startsWith(RELATIONS_STREAM)) {

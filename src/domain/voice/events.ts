@@ -9,6 +9,9 @@ import { z } from 'zod';
 /** The stream of a server's voice presence. */
 export const voiceStream = (serverId: string) => `voice-${serverId}`;
 
+/** The stream of the ring stops of a DM's or group's calls (kept apart: they change no presence). */
+export const ringStream = (channelId: string) => `ring-${channelId}`;
+
 /** Stoat's `UserVoiceState` without the id (the event names the user). */
 export const VoiceFlags = z.object({
   is_receiving: z.boolean(),
@@ -33,4 +36,9 @@ export const voiceEvents = {
   VoiceParticipantLeft: z.object({ channel: z.string(), user: z.string() }),
   /** A participant's state changed (a track published, unpublished, muted or unmuted; receiving switched). */
   VoiceStateUpdated: z.object({ channel: z.string(), user: z.string(), data: VoiceFlags.partial() }),
+  /**
+   * `by`, in a DM's or group's call, stopped ringing `users` (Stoat's stop_ring, `PUT
+   * /channels/:id/end_ring/:user`): their ringing notification is replaced. Stream `ring-<channelId>`.
+   */
+  CallRingStopped: z.object({ channel: z.string(), by: z.string(), users: z.array(z.string()).min(1).max(100) }),
 };

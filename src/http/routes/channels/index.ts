@@ -7,5 +7,6 @@ import inviteCreate from './inviteCreate.ts';
 import joinCall from './joinCall.ts';
 import rolePermissionsSet from './rolePermissionsSet.ts';
 import channelAck from './channelAck.ts';
+import endRing from './endRing.ts';
 
-export default [channelFetch, channelEdit, channelDelete, defaultPermissionsSet, rolePermissionsSet, inviteCreate, joinCall, channelAck];
+export default [channelFetch, channelEdit, channelDelete, defaultPermissionsSet, rolePermissionsSet, inviteCreate, joinCall, channelAck, endRing];
