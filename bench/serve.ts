@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
 import { Redis as IORedis } from 'ioredis';
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -24,7 +24,6 @@ import { newId } from '../src/ids.ts';
 import { createLogger } from '../src/log.ts';
 import { RateLimiter } from '../src/ratelimit/limiter.ts';
 import { startService } from '../src/service.ts';
-import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
 
 function listen(app: Koa): Promise<Server> {
   return new Promise((resolve) => {
@@ -102,44 +101,55 @@ if (mode === 'service') {
   stop = () => new Promise((r) => server.close(() => r()));
 } else if (mode === 'floor') {
   // The floor of a durable, projected send: the bare koa route plus only what the guarantees cost. The body
-  // becomes a message, appended as one event by the service's own SQLite store (group commit on its writer
-  // thread: WAL, synchronous=FULL, one fsync per group); then the projection is written to Redis, the sends
-  // answered in one event-loop turn together in one MULTI (the message, the channel's message index, the
-  // client event on a stream, the checkpoint), and each send is answered once both are done. No session,
-  // permission, rate limit, idempotency, validation or middleware: what the real send does beyond this floor
-  // is its own overhead.
+  // becomes a message; the appends of one event-loop turn are written by one SQLite transaction (WAL,
+  // synchronous=FULL: one fsync); then that group's projection is written to Redis in one MULTI (the message,
+  // the channel's message index, the client event on a stream, the checkpoint), and each send is answered
+  // once both are done. No session, permission, rate limit, idempotency, validation or middleware: what the
+  // real send does beyond this floor is its own overhead.
   const dir = fs.mkdtempSync(path.join(process.env.FLOOR_DIR ?? os.tmpdir(), 'floor-'));
-  const store = new SqliteEventStore(path.join(dir, 'events.sqlite'));
+  const db = new Database(path.join(dir, 'events.sqlite'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.exec('CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, stream TEXT NOT NULL, revision INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT NOT NULL, UNIQUE (stream, revision))');
+  const insert = db.prepare('INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)');
   const redis = new IORedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
   const prefix = `${process.env.REDIS_PREFIX ?? 'bench:floor:'}`;
-  type Queued = { message: Record<string, unknown>; position: bigint; done: (err?: unknown) => void };
+  type Queued = { message: Record<string, unknown>; done: (err?: unknown) => void };
   let queue: Queued[] = [];
-  const project = () => {
+  const flush = () => {
     const group = queue;
     queue = [];
+    let position = 0;
+    try {
+      db.transaction(() => {
+        for (const q of group) {
+          const info = insert.run(String(q.message._id), `message-${String(q.message._id)}`, 0, 'MessageSent', JSON.stringify({ message: q.message }), JSON.stringify({ at: Date.now() }));
+          position = Number(info.lastInsertRowid);
+        }
+      }).immediate();
+    } catch (err) {
+      for (const q of group) q.done(err);
+      return;
+    }
     const m = redis.multi();
-    let position = 0n;
     for (const q of group) {
       const channel = String(q.message.channel);
       const text = JSON.stringify(q.message);
       m.hset(`${prefix}messages:${channel}`, String(q.message._id), text);
       m.zadd(`${prefix}ids:${channel}`, 0, String(q.message._id));
       m.xadd(`${prefix}events`, 'MAXLEN', '~', '10000', '*', 'e', `{"type":"Message",${text.slice(1)}`);
-      if (q.position > position) position = q.position;
     }
     m.set(`${prefix}checkpoint`, String(position));
     m.exec().then(() => group.forEach((q) => q.done()), (err: unknown) => group.forEach((q) => q.done(err)));
   };
-  const meta = { actor: 'floor', requestId: 'floor', at: new Date(0).toISOString(), scope: 'floor' };
   const app = new Koa();
   const router = new Router();
   router.post('/channels/:channel_id/messages', async (ctx) => {
     const body = ctx.request.body as Record<string, unknown>;
     const message = { _id: newId(), channel: ctx.params.channel_id, author: 'floor', ...body };
-    const { position } = await store.append(`message-${String(message._id)}`, [{ id: randomUUID(), type: 'MessageSent', data: { message }, metadata: meta }], 'no_stream');
     await new Promise<void>((resolve, reject) => {
-      if (queue.length === 0) setImmediate(project);
-      queue.push({ message, position, done: (err) => (err ? reject(err) : resolve()) });
+      if (queue.length === 0) setImmediate(flush);
+      queue.push({ message, done: (err) => (err ? reject(err) : resolve()) });
     });
     ctx.body = message;
   });
@@ -152,7 +162,7 @@ if (mode === 'service') {
     const keys = await redis.keys(`${prefix}*`);
     if (keys.length > 0) await redis.del(...keys);
     redis.disconnect();
-    await store.close();
+    db.close();
     fs.rmSync(dir, { recursive: true, force: true });
   };
 } else if (mode === 'ws') {

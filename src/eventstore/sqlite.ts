@@ -1,19 +1,14 @@
 /**
  * The embedded event store: one SQLite file (better-sqlite3 12.x, WAL, synchronous=FULL).
  *
- * Group commit on a writer thread: appends are queued, and the appends of one turn of the event loop go to the
- * store's writer thread as one group, written there by a single `BEGIN IMMEDIATE … COMMIT` (one fsync,
- * sqliteCommit.ts). While a group is being committed the next one gathers, and is sent the moment the first is
- * done; an append is answered only once its group is committed. The event loop that serves requests never
- * runs the inserts nor waits on the fsync. Each queued append is checked against the revisions as they stand
- * inside that transaction, so appends in the same group see each other. Several processes may open the same
- * file: SQLite serialises their write transactions, and the global position (the rowid) is assigned inside
- * them, so positions become visible in order. The thread starts with the first append (a process that only
- * reads never starts it) and is started again if it dies; the appends of the group it was writing fail.
+ * Group commit: every append issued during one turn of the event loop is queued and written by a single
+ * `BEGIN IMMEDIATE … COMMIT` (one fsync) at the next `setImmediate`. Each queued append is checked
+ * against the revisions as they stand inside that transaction, so appends in the same group see each
+ * other. Several processes may open the same file: SQLite serialises their write transactions, and the
+ * global position (the rowid) is assigned inside them, so positions become visible in order.
  *
- * Reads use this thread's own connection. Subscriptions poll the table from their checkpoint; an append in this
- * process (or `wake()`, which the composition root calls when another process announces a commit) wakes them
- * at once.
+ * Subscriptions poll the table from their checkpoint; an append in this process (or `wake()`, which the
+ * composition root calls when another process announces a commit) wakes them at once.
  *
  * The tail this process committed is kept in memory (`RECENT_MAX` events, positions without a gap), so the
  * subscriptions that follow the log live (the projector, the search indexer) read what was just appended
@@ -23,7 +18,6 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type {
   AppendResult,
@@ -39,9 +33,7 @@ import type {
   Subscription,
 } from './port.ts';
 import { WrongExpectedRevisionError } from './port.ts';
-import { validateEvents, validateWrites } from './validate.ts';
-import { EVENTS_SCHEMA, type EncodedWrite, type GroupResult } from './sqliteCommit.ts';
-import type { WriterRequest } from './sqliteWriterWorker.ts';
+import { matchesExpected as matches, validateEvents, validateWrites } from './validate.ts';
 
 /** Options of the SQLite store. */
 export interface SqliteStoreOptions {
@@ -49,6 +41,8 @@ export interface SqliteStoreOptions {
   pollIntervalMs?: number;
   /** Called after every commit with the last position written (used to notify other processes). */
   onCommit?: (position: bigint) => void;
+  /** Injected fault for tests: runs inside the transaction before COMMIT. */
+  beforeCommit?: () => void;
 }
 
 interface Row {
@@ -73,24 +67,19 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-/**
- * The writer thread's boot: registers tsx's ESM loader in the thread (the `--import tsx` of the process does not
- * reach worker threads), then imports the entry module.
- */
-const WRITER_BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => {
-  register();
-  return import(${JSON.stringify(new URL('./sqliteWriterWorker.ts', import.meta.url).href)});
-});`;
-
-/** A group sent to the writer thread and not answered yet. */
-interface InFlight {
-  seq: number;
-  batch: Pending[];
-  group: EncodedWrite[][];
-}
-
-/** What the writer thread answers. */
-type WriterReply = { seq: number; result: GroupResult } | { seq: number; error: string };
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  position INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL,
+  stream TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  data TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  UNIQUE (stream, revision)
+);
+CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`;
 
 /** SQLite adapter of the event store port. */
 export class SqliteEventStore implements EventStore {
@@ -99,13 +88,6 @@ export class SqliteEventStore implements EventStore {
   private queue: Pending[] = [];
   private flushScheduled = false;
   private closed = false;
-  private readonly file: string;
-  /** The writer thread (started with the first append) and the group it is committing. */
-  private writer: Worker | undefined;
-  private inFlight: InFlight | undefined;
-  private seq = 0;
-  /** Called once nothing is queued or in flight (`close` waits for that). */
-  private drained: Array<() => void> = [];
   private readonly wakers = new Set<() => void>();
   private counters: StoreStats = { appends: 0, commits: 0 };
   /** The newest events this process committed; `recent[i]` is at position `recentFirst + i`. */
@@ -114,6 +96,7 @@ export class SqliteEventStore implements EventStore {
   private readonly storeId: string;
   private readonly stmt: {
     revision: Database.Statement<[string], { revision: number }>;
+    insert: Database.Statement<[string, string, number, string, string, string]>;
     readFwd: Database.Statement<[string, number, number], Row>;
     readBack: Database.Statement<[string, number, number], Row>;
     readAll: Database.Statement<[number, number], Row>;
@@ -123,15 +106,17 @@ export class SqliteEventStore implements EventStore {
   constructor(file: string, opts: SqliteStoreOptions = {}) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     this.opts = opts;
-    this.file = file;
     this.db = new Database(file, { timeout: 10_000 });
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
-    this.db.exec(EVENTS_SCHEMA);
+    this.db.exec(SCHEMA);
     this.db.prepare(`INSERT OR IGNORE INTO store_info (key, value) VALUES ('identity', ?)`).run(`sqlite:${randomUUID()}`);
     this.storeId = this.db.prepare(`SELECT value FROM store_info WHERE key = 'identity'`).pluck().get() as string;
     this.stmt = {
       revision: this.db.prepare('SELECT revision FROM events WHERE stream = ? ORDER BY revision DESC LIMIT 1'),
+      insert: this.db.prepare(
+        'INSERT INTO events (id, stream, revision, type, data, metadata) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
       readFwd: this.db.prepare(
         'SELECT * FROM events WHERE stream = ? AND revision >= ? ORDER BY revision ASC LIMIT ?',
       ),
@@ -166,101 +151,95 @@ export class SqliteEventStore implements EventStore {
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ writes, resolve, reject });
-      this.schedule();
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
     });
   }
 
-  /** Sends the queue at the next turn of the event loop, unless a group is in flight (it goes when that one is done). */
-  private schedule(): void {
-    if (this.flushScheduled || this.inFlight) return;
-    this.flushScheduled = true;
-    setImmediate(() => {
-      this.flushScheduled = false;
-      this.flush();
-    });
-  }
-
-  /** Sends every queued append to the writer thread as one group. */
+  /** Writes every queued append in one transaction. */
   private flush(): void {
-    if (this.inFlight || this.queue.length === 0) return;
+    this.flushScheduled = false;
     const batch = this.queue;
     this.queue = [];
-    const group: EncodedWrite[][] = batch.map((p) =>
-      p.writes.map((w) => ({ stream: w.stream, expected: w.expected, events: w.events.map((e) => [e.id, e.type, JSON.stringify(e.data), JSON.stringify(e.metadata)]) })),
-    );
-    const writer = this.startWriter();
-    this.inFlight = { seq: ++this.seq, batch, group };
-    writer.ref();
-    writer.postMessage({ seq: this.seq, group } satisfies WriterRequest);
-  }
-
-  /** The writer thread, started when there is none. */
-  private startWriter(): Worker {
-    if (this.writer) return this.writer;
-    const writer = new Worker(WRITER_BOOT, { eval: true, execArgv: [], workerData: { file: this.file } });
-    this.writer = writer;
-    writer.on('message', (m: WriterReply) => {
-      const f = this.inFlight;
-      if (!f || m.seq !== f.seq) return;
-      this.inFlight = undefined;
-      if (!this.queue.length) writer.unref();
-      if ('error' in m) for (const p of f.batch) p.reject(new Error(m.error));
-      else this.settle(f, m.result);
-      this.next();
+    if (batch.length === 0) return;
+    const outcomes: Array<{ ok: AppendResult[] } | { err: unknown }> = [];
+    let last = 0;
+    // The rows of this commit, in position order (kept as the in-memory tail once committed).
+    const rows: RecentRow[] = [];
+    let firstPos = 0;
+    let contiguous = true;
+    const run = this.db.transaction(() => {
+      // Revisions as they stand inside this transaction, including earlier appends of the same group.
+      const current = new Map<string, number>();
+      const revisionOf = (stream: string): number => {
+        let r = current.get(stream);
+        if (r === undefined) {
+          r = this.stmt.revision.get(stream)?.revision ?? -1;
+          current.set(stream, r);
+        }
+        return r;
+      };
+      for (const p of batch) {
+        let failure: WrongExpectedRevisionError | undefined;
+        const seen = new Map<string, number>();
+        for (const w of p.writes) {
+          const actual = seen.get(w.stream) ?? revisionOf(w.stream);
+          if (!matches(w.expected, actual)) {
+            failure = new WrongExpectedRevisionError(w.stream, w.expected, actual);
+            break;
+          }
+          seen.set(w.stream, actual + w.events.length);
+        }
+        if (failure) {
+          outcomes.push({ err: failure });
+          continue;
+        }
+        const results: AppendResult[] = [];
+        for (const w of p.writes) {
+          let rev = revisionOf(w.stream);
+          let pos = 0;
+          for (const e of w.events) {
+            rev++;
+            const row: RecentRow = { id: e.id, stream: w.stream, revision: rev, type: e.type, data: JSON.stringify(e.data), metadata: JSON.stringify(e.metadata) };
+            const info = this.stmt.insert.run(row.id, row.stream, row.revision, row.type, row.data, row.metadata);
+            pos = Number(info.lastInsertRowid);
+            if (rows.length === 0) firstPos = pos;
+            // Kept only while the positions run without a gap (they do inside one transaction).
+            if (pos === firstPos + rows.length) rows.push(row);
+            else contiguous = false;
+          }
+          current.set(w.stream, rev);
+          if (w.events.length === 0) pos = last;
+          else last = pos;
+          results.push({ revision: rev, position: BigInt(pos) });
+        }
+        outcomes.push({ ok: results });
+      }
+      this.opts.beforeCommit?.();
     });
-    const ended = (err: Error) => {
-      if (this.writer !== writer) return;
-      this.writer = undefined;
-      const f = this.inFlight;
-      this.inFlight = undefined;
-      // Whether that group was committed is unknown to its callers: they get an error, as on a lost connection.
-      if (f) for (const p of f.batch) p.reject(err);
-      this.next();
-    };
-    writer.on('error', ended);
-    writer.on('exit', (code) => ended(new Error(`the event store's writer thread ended (exit code ${code})`)));
-    return writer;
-  }
-
-  /** After a group: sends what gathered meanwhile, or tells `close` that all is written. */
-  private next(): void {
-    if (this.queue.length > 0) this.flush();
-    else for (const d of this.drained.splice(0)) d();
-  }
-
-  /** Answers the appends of a committed group and keeps its rows as the in-memory tail. */
-  private settle(f: InFlight, r: GroupResult): void {
-    this.counters.commits++;
-    if (r.rows > 0 && r.contiguous) {
-      const rows: RecentRow[] = [];
-      f.group.forEach((writes, i) => {
-        const o = r.outcomes[i]!;
-        if (!('ok' in o)) return;
-        writes.forEach((w, j) => {
-          const first = o.ok[j]![0] - w.events.length + 1;
-          w.events.forEach(([id, type, data, metadata], k) => rows.push({ id, stream: w.stream, revision: first + k, type, data, metadata }));
-        });
-      });
-      this.remember(r.first, rows);
-    } else if (!r.contiguous) this.recent = [];
-    f.batch.forEach((p, i) => {
-      const o = r.outcomes[i]!;
-      // An empty append reports the head at the time of the commit.
-      if ('ok' in o) p.resolve(o.ok.map(([revision, position]) => ({ revision, position: BigInt(position === 0 ? r.last : position) })));
-      else p.reject(new WrongExpectedRevisionError(...o.conflict));
-    });
-    if (r.last > 0) {
-      this.opts.onCommit?.(BigInt(r.last));
+    try {
+      run.immediate();
+      this.counters.commits++;
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    if (rows.length > 0 && contiguous) this.remember(firstPos, rows);
+    else if (!contiguous) this.recent = [];
+    for (let i = 0; i < batch.length; i++) {
+      const o = outcomes[i]!;
+      if ('ok' in o) {
+        // An empty append reports the head at the time of the commit.
+        for (const r of o.ok) if (r.position === 0n) r.position = BigInt(last);
+        batch[i]!.resolve(o.ok);
+      } else batch[i]!.reject(o.err);
+    }
+    if (last > 0) {
+      this.opts.onCommit?.(BigInt(last));
       this.wake();
     }
-  }
-
-  /**
-   * Fault injection for tests: the writer thread's next commits fail with `message` inside the transaction,
-   * before COMMIT (null: no more); `exit` ends the thread there, as a crash would.
-   */
-  injectCommitFault(message: string | null): void {
-    this.startWriter().postMessage({ fault: message } satisfies WriterRequest);
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -382,24 +361,10 @@ export class SqliteEventStore implements EventStore {
     return { ...this.counters };
   }
 
-  /** Writes what is queued, stops the writer thread and closes the file. */
   async close(): Promise<void> {
     if (this.closed) return;
+    if (this.queue.length > 0) this.flush();
     this.closed = true;
-    if (this.inFlight || this.queue.length > 0) {
-      await new Promise<void>((resolve) => {
-        this.drained.push(resolve);
-        if (!this.inFlight) this.flush();
-      });
-    }
-    const writer = this.writer;
-    this.writer = undefined;
-    if (writer) {
-      const exited = new Promise((r) => writer.once('exit', r));
-      writer.ref();
-      writer.postMessage('close' satisfies WriterRequest);
-      await exited;
-    }
     this.wake();
     this.db.close();
   }
