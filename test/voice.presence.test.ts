@@ -49,6 +49,12 @@ function webhook(s: TestService, event: Record<string, unknown>, o: { secret?: s
   return livekitWebhook(s, { key: KEY, secret: o.secret ?? SECRET }, event, o);
 }
 
+/** `a` asks `b` to be friends and `b` accepts. */
+async function befriend(t: { equal(actual: unknown, expected: unknown): unknown }, a: TestUser, b: TestUser): Promise<void> {
+  t.equal((await a.api.put(`/users/${b.userId}/friend`)).status, 200);
+  t.equal((await b.api.put(`/users/${a.userId}/friend`)).body.relationship, 'Friend');
+}
+
 async function voiceChannel(owner: TestUser, serverId: string, name = 'Voice'): Promise<string> {
   const r = await owner.api.post(`/servers/${serverId}/channels`, { type: 'Voice', name });
   if (r.status !== 200) throw new Error(`voice channel ${r.status} ${r.text}`);
@@ -283,13 +289,9 @@ t.test('voice presence', async (t) => {
 
   t.test('calls in DMs and groups: join_call, presence to the recipients, Ready, refusals', async (t) => {
     const [carol, dave, stranger] = await Promise.all([signup(s), signup(s), signup(s)]);
-    const befriend = async (a: TestUser, b: TestUser) => {
-      t.equal((await a.api.put(`/users/${b.userId}/friend`)).status, 200);
-      t.equal((await b.api.put(`/users/${a.userId}/friend`)).body.relationship, 'Friend');
-    };
-    await befriend(alice, bob);
-    await befriend(alice, carol);
-    await befriend(alice, dave);
+    await befriend(t, alice, bob);
+    await befriend(t, alice, carol);
+    await befriend(t, alice, dave);
     const dm = (await alice.api.get(`/users/${bob.userId}/dm`)).body._id as string;
     const group = (await alice.api.post('/channels/create', { name: 'Call group', users: [bob.userId, carol.userId] })).body._id as string;
     const notes = (await alice.api.get('/users/@me/dm')).body._id as string;
@@ -376,13 +378,9 @@ t.test('voice presence', async (t) => {
 
   t.test('DM and group calls lose whoever may no longer Connect: an ended friendship, a block, a removal from the group, a group without Connect', async (t) => {
     const [erin, frank, gina, hank] = await Promise.all([signup(s), signup(s), signup(s), signup(s)]);
-    const befriend = async (a: TestUser, b: TestUser) => {
-      t.equal((await a.api.put(`/users/${b.userId}/friend`)).status, 200);
-      t.equal((await b.api.put(`/users/${a.userId}/friend`)).body.relationship, 'Friend');
-    };
-    await befriend(erin, frank);
-    await befriend(erin, gina);
-    await befriend(erin, hank);
+    await befriend(t, erin, frank);
+    await befriend(t, erin, gina);
+    await befriend(t, erin, hank);
     const removedSince = (from: number) => lk.calls.slice(from).filter((c) => c.method === 'RemoveParticipant').map((c) => `${c.body.room} ${c.body.identity}`).sort();
     const inCall = async (channel: string, n: number) => until(`${n} in ${channel}`, async () => Object.keys((await s.readModels.getJson<any>(`voice:${channel}`))?.participants ?? {}).length === n);
 
@@ -415,7 +413,7 @@ t.test('voice presence', async (t) => {
     t.equal((await hank.api.del(`/users/${erin.userId}/block`)).status, 200);
 
     // A group call: removing a member takes them out of the room, and only them.
-    await befriend(erin, hank);
+    await befriend(t, erin, hank);
     const group = (await erin.api.post('/channels/create', { name: 'Call group', users: [gina.userId, hank.userId] })).body._id as string;
     for (const u of [erin, gina, hank]) await webhook(s, joined(group, u.userId));
     await inCall(group, 3);
