@@ -2,7 +2,8 @@
 // (ringing Bob), LiveKit reports the joins and leaves (webhooks signed as LiveKit signs them), and Bob's client
 // follows the call in its own state (`voiceParticipants`, from VoiceChannelJoin / VoiceChannelLeave and
 // Ready's `voice_states`) and shows the call's `call_started` system message, finished once both left. Every
-// answer must match the stoat-api OpenAPI document (helpers/realClients.ts). (revolt.js has no joinCall.)
+// answer must match the stoat-api OpenAPI document (helpers/realClients.ts). (revolt.js has no joinCall.) Alice
+// also stops ringing Bob (end_ring) through the client's API layer.
 import t from 'tap';
 import { Client } from 'stoat.js';
 import { startTestService } from './helpers/service.ts';
@@ -49,6 +50,14 @@ t.test('stoat.js: a DM call', async (t) => {
   t.equal(message.systemMessage?.type, 'call_started', 'the call_started system message, as the client reads it');
   t.equal(message.systemMessage.byId, A, 'started by Alice');
   t.equal(message.systemMessage.finishedAt, null, 'not finished');
+
+  // Alice stops ringing Bob (Stoat's stop_ring, through the client's API layer: stoat.js has no method for it).
+  await alice.api.put(`/channels/${dm.id}/end_ring/${B}` as never);
+  t.same((await s.store.readStream(`ring-${dm.id}`)).map((e) => [e.type, e.data]), [['CallRingStopped', { channel: dm.id, by: A, users: [B] }]], 'the ring stop is in the log');
+  // Bob, not in the call, cannot stop it: a JSON 400 the client throws.
+  const refused = await bob.api.put(`/channels/${dm.id}/end_ring/${A}` as never).then(() => null, (err: AnyClient) => err);
+  // The client's API layer throws the error body as it came (text here).
+  t.match(typeof refused === 'string' ? JSON.parse(refused) : refused, { type: 'NotConnected' }, 'not in the call: NotConnected');
 
   await webhook(joined(dm.id, B));
   await until('Bob sees himself in the call', () => bob.channels.get(dm.id).voiceParticipants.has(B));

@@ -431,10 +431,18 @@ t.test('voice presence', async (t) => {
     await until('gina removed', () => removedSince(mark).length >= 1);
     t.same(removedSince(mark), [`${group} ${gina.userId}`], 'the owner keeps the room');
     await webhook(s, left(group, gina.userId));
-    // The group ends when its last member leaves: its room is closed and the call's presence goes with it.
-    t.equal((await gina.api.del(`/channels/${group}`)).status, 204);
+    // Handing the group on: the old owner keeps only the group's permissions (no Connect) and is removed.
+    await webhook(s, joined(group, gina.userId));
+    await inCall(group, 2);
     mark = lk.calls.length;
-    t.equal((await erin.api.del(`/channels/${group}`)).status, 204, 'the owner, in the call, leaves last');
+    t.equal((await erin.api.patch(`/channels/${group}`, { owner: gina.userId })).status, 200);
+    await until('erin removed', () => removedSince(mark).length >= 1);
+    t.same(removedSince(mark), [`${group} ${erin.userId}`], 'the new owner stays');
+    await webhook(s, left(group, erin.userId));
+    // The group ends when its last member leaves: its room is closed and the call's presence goes with it.
+    t.equal((await erin.api.del(`/channels/${group}`)).status, 204);
+    mark = lk.calls.length;
+    t.equal((await gina.api.del(`/channels/${group}`)).status, 204, 'the owner, in the call, leaves last');
     await until('room closed', () => lk.calls.slice(mark).some((c) => c.method === 'DeleteRoom' && c.body.room === group));
     await until('presence gone', async () => (await s.readModels.getJson(`voice:${group}`)) === null);
   });

@@ -831,6 +831,11 @@ t.test('authorization table', async (t) => {
     t.same([noConnect.status, noConnect.body.type, noConnect.body.permission], [403, 'MissingPermission', 'Connect'], 'without Connect: 403 before the type');
     const notVoice = await holder.api.post(`/channels/${text}/join_call`, {});
     t.same([notVoice.status, notVoice.body.type], [400, 'NotAVoiceChannel'], 'with Connect: 400 NotAVoiceChannel');
+    // end_ring (Stoat's stop_ring): membership (404) before the channel type (400 NoEffect in a server channel).
+    const endRing = (u: TestUser, channel: string) => u.api.put(`/channels/${channel}/end_ring/${owner.userId}`);
+    t.same([(await endRing(outsider, text)).status, (await endRing(outsider, text)).body.type], [404, 'NotFound'], 'end_ring, non-member: 404');
+    t.same([(await endRing(plain, text)).status, (await endRing(plain, text)).body.type], [400, 'NoEffect'], 'end_ring in a server channel, member: 400 NoEffect');
+    t.equal((await endRing(plain, '01' + '0'.repeat(24))).status, 404, 'end_ring in a channel that does not exist: 404');
     // A channel's default override sits below the roles (step 2): it cannot take away what a role grants.
     const c = ok(await owner.api.post(`${S}/channels`, { name: 'order' }), 'channel').body._id as string;
     ok(await owner.api.put(`/channels/${c}/permissions/default`, { permissions: { allow: 0, deny: Number(P.Connect | P.ViewChannel) } }), 'default');
