@@ -2,8 +2,8 @@
  * Server channels: `channel:<id>` (Stoat's TextChannel plus the `channel-<id>` revision). Created and
  * removed by server-stream events (`ServerCreated`, `ChannelCreated`, `ChannelDeleted`, `ServerDeleted`),
  * changed by every event of `channel-<id>` (so it handles every event type), cleaned of a deleted role's
- * overrides, and given `last_message_id` by each message sent (no client event: clients take it from
- * the Message event). Emits ChannelCreate / ChannelUpdate / ChannelDelete (reference §9).
+ * overrides. Each message sent in it sets `lastmsg:<id>` (Stoat's `last_message_id`, kept apart so a send
+ * leaves `channel:<id>` as it is; no client event: clients take it from the Message event). Emits ChannelCreate / ChannelUpdate / ChannelDelete (reference §9).
  */
 import { evolveChannel, newChannelState, presentChannel, withoutRole, type ChannelState } from '../src/domain/channel/state.ts';
 import type { ServerState } from '../src/domain/server/state.ts';
@@ -45,8 +45,7 @@ export const channelsProjection: Projection = {
     }
     if (e.type === 'MessageSent' && e.stream.startsWith(MESSAGE_STREAM)) {
       const channelId = e.data.message.channel;
-      const channel = await tx.getJson<ChannelState>(rm.channel(channelId));
-      if (channel) tx.setJson(rm.channel(channelId), { ...channel, last_message_id: e.data.message._id });
+      if (await tx.getJson<ChannelState>(rm.channel(channelId))) tx.setJson(rm.lastMessage(channelId), e.data.message._id);
       return;
     }
     if (!e.stream.startsWith(SERVER_STREAM)) return;
@@ -63,6 +62,7 @@ export const channelsProjection: Projection = {
       }
       case 'ChannelDeleted':
         tx.del(rm.channel(e.data.channelId));
+        tx.del(rm.lastMessage(e.data.channelId));
         // The channel is gone, so no per-channel permission can be computed for it: every member is told.
         tx.emit({ kind: 'server', serverId }, { type: 'ChannelDelete', id: e.data.channelId });
         return;
@@ -77,7 +77,10 @@ export const channelsProjection: Projection = {
         return;
       }
       case 'ServerDeleted':
-        for (const id of e.data.channels) tx.del(rm.channel(id));
+        for (const id of e.data.channels) {
+          tx.del(rm.channel(id));
+          tx.del(rm.lastMessage(id));
+        }
         return;
       default:
         return;

@@ -1,7 +1,7 @@
 /**
  * Private channels (Saved Notes, DMs, groups): `pchannel:<id>` (PrivateChannelState), `user:<id>:dms` (SADD /
- * SREM from the channel's partition), `dm:<a>:<b>` (the pair's DM id). Every event of such a channel — its
- * `channel-<id>` stream and its messages — has the channel id as scope, so one partition projects it all in
+ * SREM from the channel's partition), `dm:<a>:<b>` (the pair's DM id), `lastmsg:<id>` (the last message of a DM
+ * or group). Every event of such a channel — its `channel-<id>` stream and its messages — has the channel id as scope, so one partition projects it all in
  * order and the messages projection reads the recipients from the same partition. A message sent in a
  * closed DM reopens it (Stoat shows the DM again). Emits ChannelCreate, ChannelUpdate, ChannelGroupJoin,
  * ChannelGroupLeave and ChannelDelete to exactly the users involved.
@@ -22,12 +22,12 @@ async function onMessageSent(e: Extract<StoredEvent, { type: 'MessageSent' }>, t
   const channelId = e.data.message.channel;
   const channel = await tx.getJson<PrivateChannelState>(rm.privateChannel(channelId));
   if (!channel || channel.channel_type === 'SavedMessages') return;
-  const next = { ...channel, last_message_id: e.data.message._id } as PrivateChannelState;
-  if (next.channel_type === 'DirectMessage' && !next.active) {
-    next.active = true;
-    tx.emit(to(next.recipients, channelId), { type: 'ChannelUpdate', id: channelId, data: { active: true }, clear: [] });
+  // Apart from the channel (`lastmsg:<id>`), so the channel itself changes only when a closed DM reopens.
+  tx.setJson(rm.lastMessage(channelId), e.data.message._id);
+  if (channel.channel_type === 'DirectMessage' && !channel.active) {
+    tx.setJson(rm.privateChannel(channelId), { ...channel, active: true });
+    tx.emit(to(channel.recipients, channelId), { type: 'ChannelUpdate', id: channelId, data: { active: true }, clear: [] });
   }
-  tx.setJson(rm.privateChannel(channelId), next);
 }
 
 export const privateChannelsProjection: Projection = {
@@ -90,6 +90,7 @@ export const privateChannelsProjection: Projection = {
         tx.del(rm.groupInvites(channelId));
         for (const u of e.data.recipients) tx.srem(rm.userPrivateChannels(u), channelId);
         tx.del(rm.channelHistory(channelId));
+        tx.del(rm.lastMessage(channelId));
         tx.emit(to(e.data.recipients, channelId), { type: 'ChannelDelete', id: channelId });
         return;
       default:

@@ -25,6 +25,7 @@
 import { AppError } from './errors.ts';
 import type { AppDeps } from './http/deps.ts';
 import { presentChannel, type ChannelState } from './domain/channel/state.ts';
+import { withLastMessages } from './readmodel/lastMessages.ts';
 import type { MemberObject, ServerChannelObject } from './domain/models.ts';
 import type { CallerFacts } from './domain/server/caller.ts';
 import { channelPermissionsOf, rankingOf, serverPermissionsOf } from './domain/server/permissions.ts';
@@ -227,13 +228,14 @@ export function callerFromChannel(a: ChannelAccess, userId: string): CallerFacts
 
 /**
  * The server's channels the user can see (ViewChannel at `deps.now()`), in the server's order, as Revolt
- * Channel objects: what `GET /servers/:id?include_channels=true`, an invite join and the gateway's Ready and
+ * Channel objects with their `last_message_id`: what `GET /servers/:id?include_channels=true`, an invite join and the gateway's Ready and
  * ServerCreate show.
  */
 export async function visibleChannels(deps: AccessDeps, server: ServerState, userId: string, member: MemberObject | null): Promise<ServerChannelObject[]> {
   const channels = await deps.readModels.mgetJson<ChannelState>(server.channels.map((id) => rm.channel(id)));
   const now = deps.now();
-  return channels
+  const seen = channels
     .filter((c): c is ChannelState => c !== null && has(channelPermissionsOf(server, userId, member, c, now), Permission.ViewChannel))
     .map(presentChannel);
+  return withLastMessages(deps.readModels, seen);
 }

@@ -9,14 +9,15 @@
  * the stream); a reload then sees newer facts, which later events confirm, so the cache only ever moves
  * forward.
  */
-import type { ChannelState } from '../domain/channel/state.ts';
-import type { MemberObject } from '../domain/models.ts';
+import { presentChannel, type ChannelState } from '../domain/channel/state.ts';
+import type { MemberObject, ServerChannelObject } from '../domain/models.ts';
 import { channelPermissionsOf } from '../domain/server/permissions.ts';
 import type { ServerState } from '../domain/server/state.ts';
 import { Permission } from '../permissions/bits.ts';
 import { has } from '../permissions/calculate.ts';
 import { rm } from '../readmodel/keys.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
+import { withLastMessage } from '../readmodel/lastMessages.ts';
 
 /** The cached facts of one server. */
 export interface ServerFacts {
@@ -39,6 +40,14 @@ export class FactsCache {
   readonly stats: FactsStats = { loads: 0 };
 
   constructor(private readonly readModels: ReadModels) {}
+
+  /**
+   * A channel as a ChannelCreate shows it: with its `last_message_id`, read past the fact cache like the facts
+   * themselves (the read models are at or ahead of the event being delivered).
+   */
+  presentChannel(channel: ChannelState): Promise<ServerChannelObject & { last_message_id?: string }> {
+    return withLastMessage(this.readModels.direct, presentChannel(channel));
+  }
 
   /** The cached facts of a server (loaded when missing); null when the server does not exist. */
   async get(serverId: string): Promise<ServerFacts | null> {

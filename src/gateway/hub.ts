@@ -25,7 +25,6 @@ import { gatewaySockets } from '../metrics/registry.ts';
 import type { Logger } from 'pino';
 import type { UserProfile } from '../domain/account/state.ts';
 import type { ChannelState } from '../domain/channel/state.ts';
-import { presentChannel } from '../domain/channel/state.ts';
 import type { MemberObject } from '../domain/models.ts';
 import { rm } from '../readmodel/keys.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
@@ -411,7 +410,7 @@ export class Hub {
         const channel = (await this.facts.get(serverId))?.channels.get(channelId);
         if (!channel) return;
         s.servers.get(serverId)!.add(channelId);
-        s.send({ type: 'ChannelCreate', ...presentChannel(channel) });
+        s.send({ type: 'ChannelCreate', ...(await this.facts.presentChannel(channel)) });
       }
       return;
     }
@@ -492,7 +491,7 @@ export class Hub {
       const channel = facts!.channels.get(id);
       if (!channel) continue;
       known.add(id);
-      frames.push({ type: 'ChannelCreate', ...presentChannel(channel) });
+      frames.push({ type: 'ChannelCreate', ...(await this.facts.presentChannel(channel)) });
     }
     return frames;
   }

@@ -10,6 +10,7 @@ import type { UserProfile } from '../domain/account/state.ts';
 import type { MemberObject, ServerChannelObject } from '../domain/models.ts';
 import { presentServer, type ServerState } from '../domain/server/state.ts';
 import { rm } from '../readmodel/keys.ts';
+import { withLastMessages } from '../readmodel/lastMessages.ts';
 import type { ReadyField } from './protocol.ts';
 import { fetchSettings, fetchUnreads } from '../readmodel/unreads.ts';
 import type { ServerVoiceState, UserVoiceState } from '../domain/voice/state.ts';
@@ -98,7 +99,7 @@ export async function buildReady(
   // Stoat's Ready: DMs, groups and Saved Notes join the channels; friends, requests, blocked users and the
   // recipients of those channels join the users, each with the relationship this user has with them.
   const privates = await privateChannelsOf(deps, userId);
-  channels.push(...(privates.map(presentPrivateChannel) as unknown as ServerChannelObject[]));
+  channels.push(...((await withLastMessages(deps.readModels, privates.map(presentPrivateChannel))) as unknown as ServerChannelObject[]));
   const relations = await loadRelations(deps, userId);
   const relationMap = new Map(Object.entries(relations.relations));
   const others = new Set<string>(relationMap.keys());

@@ -43,7 +43,7 @@ export function isCacheableHash(logical: string): boolean {
   return CACHEABLE_HASH.test(logical);
 }
 
-const CACHEABLE = /^(?:session|user|server|channel|pchannel|relations|bottoken):[^:]+$/;
+const CACHEABLE = /^(?:session|user|server|channel|pchannel|lastmsg|relations|bottoken):[^:]+$/;
 const CACHEABLE_HASH = /^server:[^:]+:members$/;
 
 const MESSAGES_KEY = /^channel:([^:]+):history$/;

@@ -15,8 +15,10 @@
  * every change of what a read-model key holds.
  * 2: a channel's messages became one sorted set of the stored messages (`channel:<id>:history`) instead of a
  *    sorted set of ids beside a hash of the messages.
+ * 3: a channel's `last_message_id` moved out of `channel:<id>` / `pchannel:<id>` into `lastmsg:<id>`, so a
+ *    message sent no longer rewrites (and drops from every API process's fact cache) the channel it is in.
  */
-export const READ_MODEL_LAYOUT = 2;
+export const READ_MODEL_LAYOUT = 3;
 
 /** What a generation records as its origin: the event store's identity and the read-model layout. */
 export function readModelIdentity(storeIdentity: string): string {
@@ -110,8 +112,17 @@ export const rm = {
    * server, so only with SADD/SREM (commutative); readers must treat it as a hint and check `server:<id>`.
    */
   userServers: (userId: string) => `user:${userId}:servers`,
-  /** ChannelState JSON: Stoat's TextChannel plus the `channel-<id>` revision (projection `channels`). */
+  /**
+   * ChannelState JSON: Stoat's TextChannel plus the `channel-<id>` revision (projection `channels`), without
+   * `last_message_id` (in `lastMessage`).
+   */
   channel: (channelId: string) => `channel:${channelId}`,
+  /**
+   * The id (JSON string) of the last message sent in a server channel, DM or group: Stoat's `last_message_id`
+   * (projections `channels` and `privateChannels`), merged into the channel objects clients are shown
+   * (src/readmodel/lastMessages.ts). Apart from the channel so that a send leaves the channel's fact cached.
+   */
+  lastMessage: (channelId: string) => `lastmsg:${channelId}`,
 
   /** FileRecord JSON of a processed upload: File object, uploader, tag, usedFor/referenced, revision (projection `files`). */
   file: (fileId: string) => `file:${fileId}`,

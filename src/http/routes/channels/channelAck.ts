@@ -5,6 +5,7 @@ import { decideAckChannel } from '../../../domain/unreads/ack.ts';
 import { unreadsStream } from '../../../domain/unreads/events.ts';
 import { isCanonicalUlid } from '../../../ids.ts';
 import { rm } from '../../../readmodel/keys.ts';
+import { lastMessageIds } from '../../../readmodel/lastMessages.ts';
 import { hasMessage } from '../../../readmodel/messages.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
 
@@ -26,10 +27,9 @@ export default defineRoute({
         hasMessage(deps.readModels, channelId, messageId),
         deps.readModels.hgetJson<string>(rm.unreadLast(caller.userId), channelId),
       ]);
-      const events = decideAckChannel(
-        { channelId, messageId },
-        { permissions: a.permissions, inChannel: exists || ('last_message_id' in a.channel && a.channel.last_message_id === messageId), lastId },
-      );
+      // A deleted message can still be acknowledged while it is the channel's last one.
+      const inChannel = exists || (await lastMessageIds(deps.readModels, [channelId]))[0] === messageId;
+      const events = decideAckChannel({ channelId, messageId }, { permissions: a.permissions, inChannel, lastId });
       return { writes: [{ stream: unreadsStream(caller.userId), scope: caller.userId, expected: 'any' as const, events }], result: undefined };
     });
     return NO_CONTENT;

@@ -4,6 +4,7 @@ import { presentChannel } from '../../../domain/channel/state.ts';
 import { presentPrivateChannel } from '../../../domain/private/state.ts';
 import { Permission } from '../../../permissions/bits.ts';
 import { require as requirePermission } from '../../../permissions/calculate.ts';
+import { withLastMessage } from '../../../readmodel/lastMessages.ts';
 import { defineRoute } from '../../route.ts';
 
 export default defineRoute({
@@ -14,6 +15,6 @@ export default defineRoute({
   async handler({ deps, caller, params }) {
     const a = await channelAccess(deps, params.channel_id!, caller.userId);
     requirePermission(a.permissions, Permission.ViewChannel);
-    return a.kind === 'server' ? presentChannel(a.channel) : presentPrivateChannel(a.channel);
+    return withLastMessage(deps.readModels, a.kind === 'server' ? presentChannel(a.channel) : presentPrivateChannel(a.channel));
   },
 });

@@ -7,6 +7,7 @@ import { statusOf } from '../../../domain/relationship/state.ts';
 import { newId } from '../../../ids.ts';
 import { UserPermission, userPermissions } from '../../../permissions/user.ts';
 import { rm } from '../../../readmodel/keys.ts';
+import { withLastMessage } from '../../../readmodel/lastMessages.ts';
 import { defineRoute } from '../../route.ts';
 import { loadTargetUser } from '../relationships/command.ts';
 
@@ -45,6 +46,6 @@ export default defineRoute({
     });
     const channel = await loadPrivateChannel(deps, channelId.result);
     if (!channel) throw new AppError({ type: 'NotFound' });
-    return presentPrivateChannel(channel);
+    return withLastMessage(deps.readModels, presentPrivateChannel(channel));
   },
 });

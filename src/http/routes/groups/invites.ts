@@ -14,6 +14,7 @@ import { newId, newInviteCode } from '../../../ids.ts';
 import { Permission } from '../../../permissions/bits.ts';
 import { require as requirePermission } from '../../../permissions/calculate.ts';
 import { rm } from '../../../readmodel/keys.ts';
+import { withLastMessage } from '../../../readmodel/lastMessages.ts';
 import { SYSTEM_AUTHOR } from '../../../domain/message/events.ts';
 import { channelStream, expectedOf, type CommandRoute } from '../../command.ts';
 import { presentUsers } from '../users/present.ts';
@@ -83,7 +84,7 @@ export async function joinGroupInvite(rc: CommandRoute, invite: GroupInviteObjec
   const channel = await loadPrivateChannel(deps, invite.channel);
   if (!channel || channel.channel_type !== 'Group') throw new AppError({ type: 'NotFound' });
   const profiles = await deps.readModels.mgetJson<UserProfile>(channel.recipients.map((id) => rm.user(id)));
-  return { type: 'Group', channel: presentPrivateChannel(channel), users: await presentUsers(deps.readModels, profiles, me) };
+  return { type: 'Group', channel: await withLastMessage(deps.readModels, presentPrivateChannel(channel)), users: await presentUsers(deps.readModels, profiles, me) };
 }
 
 /** DELETE /invites/:code of a group invite: its creator only (403 NotOwner otherwise). */

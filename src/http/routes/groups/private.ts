@@ -11,6 +11,7 @@ import { presentPrivateChannel } from '../../../domain/private/state.ts';
 import { FileClaims, fileLocks } from '../../../files.ts';
 import { Permission, parsePermissionValue } from '../../../permissions/bits.ts';
 import { require as requirePermission } from '../../../permissions/calculate.ts';
+import { withLastMessage } from '../../../readmodel/lastMessages.ts';
 import type { CommandRoute } from '../../command.ts';
 import { groupOf, idSource, onPrivateChannel } from './command.ts';
 
@@ -18,7 +19,7 @@ import { groupOf, idSource, onPrivateChannel } from './command.ts';
 export async function currentPrivateChannel(rc: Pick<CommandRoute, 'deps'>, channelId: string): Promise<PrivateChannelObject> {
   const channel = await loadPrivateChannel(rc.deps, channelId);
   if (!channel) throw new AppError({ type: 'NotFound' });
-  return presentPrivateChannel(channel);
+  return withLastMessage(rc.deps.readModels, presentPrivateChannel(channel));
 }
 
 /** What a PATCH of a private channel carries. */
