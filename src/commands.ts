@@ -94,22 +94,32 @@ export class CommandExecutor {
     return this.mutex.run(lock, async () => {
       const max = this.o.maxAttempts ?? 12;
       for (let attempt = 1; ; attempt++) {
-        const p = await plan(attempt);
-        const writes = p.writes.filter((w) => w.events.length > 0);
-        if (writes.length === 0) return { result: p.result, appended: [] };
-        const at = this.now().toISOString();
-        const storeWrites = writes.map((w) => ({
-          stream: w.stream,
-          expected: w.expected,
-          events: w.events.map((e) =>
-            toNewEvent(e, { actor: meta.actor, requestId: meta.requestId, at, scope: w.scope, ...(meta.reason !== undefined ? { reason: meta.reason } : {}) }),
-          ),
-        }));
+        // Group commit: the store may hold a queued group back while this command decides (src/eventstore/sqlite.ts).
+        const made = this.o.store.expectAppend?.();
+        let appending: Promise<AppendResult[]>;
+        let p: Plan<T>;
+        let writes: Write[];
+        try {
+          p = await plan(attempt);
+          writes = p.writes.filter((w) => w.events.length > 0);
+          if (writes.length === 0) return { result: p.result, appended: [] };
+          const at = this.now().toISOString();
+          const storeWrites = writes.map((w) => ({
+            stream: w.stream,
+            expected: w.expected,
+            events: w.events.map((e) =>
+              toNewEvent(e, { actor: meta.actor, requestId: meta.requestId, at, scope: w.scope, ...(meta.reason !== undefined ? { reason: meta.reason } : {}) }),
+            ),
+          }));
+          appending = storeWrites.length === 1
+            ? this.o.store.append(storeWrites[0]!.stream, storeWrites[0]!.events, storeWrites[0]!.expected).then((r) => [r])
+            : this.o.store.appendMany(storeWrites);
+        } finally {
+          made?.();
+        }
         let appended: AppendResult[];
         try {
-          appended = storeWrites.length === 1
-            ? [await this.o.store.append(storeWrites[0]!.stream, storeWrites[0]!.events, storeWrites[0]!.expected)]
-            : await this.o.store.appendMany(storeWrites);
+          appended = await appending;
         } catch (err) {
           if (!(err instanceof WrongExpectedRevisionError)) throw err;
           if (attempt >= max) throw unavailable();

@@ -54,6 +54,11 @@ const schema = z
       .string()
       .regex(/^((kurrentdb|kurrent|esdb|kdb)(\+discover)?|postgres|postgresql):\/\//, 'must be a kurrentdb://, kurrent://, esdb://, postgres:// or postgresql:// connection string')
       .optional(),
+    /**
+     * The embedded SQLite store's group commit: how long a queued group may wait for appends that commands still
+     * deciding have announced (ms; 0 = commit every turn of the event loop). Never waits when nothing is announced.
+     */
+    SQLITE_COMMIT_DELAY_MS: z.coerce.number().min(0).max(100).default(1),
     ROLES: z
       .string()
       .default('api,media,projector,worker')
@@ -261,6 +266,8 @@ export interface Config {
   redisPrefix: string;
   /** KurrentDB connection string; undefined = the embedded SQLite store under dataDir. */
   eventStoreUrl: string | undefined;
+  /** The SQLite store's longest hold of a group for announced appends (ms). */
+  sqliteCommitDelayMs: number;
   roles: RoleName[];
   projectorPartitions: number;
   projectorPartition: number[] | undefined;
@@ -444,6 +451,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: c.REDIS_CLUSTER_NODES !== undefined ? clusterUrl(c.REDIS_CLUSTER_NODES) : c.REDIS_URL,
     redisPrefix: c.REDIS_PREFIX,
     eventStoreUrl: c.EVENTSTORE_URL,
+    sqliteCommitDelayMs: c.SQLITE_COMMIT_DELAY_MS,
     roles: c.ROLES,
     projectorPartitions: c.PROJECTOR_PARTITIONS,
     projectorPartition: c.PROJECTOR_PARTITION,

@@ -31,6 +31,98 @@ t.test('group commit: concurrent appends share commits', async (t) => {
   t.equal(store.stats().commits, s.commits + 5);
 });
 
+/** Resolves after `n` turns of the event loop (each turn runs the store's setImmediate flushes). */
+const turns = async (n: number) => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+};
+
+t.test('group commit waits for announced appends, and only for them', async (t) => {
+  const dir = tempDir(t);
+  // A hold of a minute: any test below that waited for the deadline instead of its rule would time out.
+  const store = new SqliteEventStore(path.join(dir, 'e.sqlite'), { commitDelayMs: 60_000 });
+  t.teardown(() => store.close());
+
+  // Nothing announced: a lone append commits in the next turn.
+  let lone = false;
+  const first = store.append('lone', [ev(0)], 'no_stream').then(() => (lone = true));
+  await turns(3);
+  t.ok(lone, 'a lone append is not held');
+  await first;
+  const c0 = store.stats().commits;
+
+  // Two commands deciding: the group of the first waits until the second has appended too.
+  const a = store.expectAppend();
+  const b = store.expectAppend();
+  let firstDone = false;
+  const p1 = store.append('held-1', [ev(1)], 'no_stream').then(() => (firstDone = true));
+  a();
+  await turns(5);
+  t.notOk(firstDone, 'held while another append is announced');
+  t.equal(store.stats().commits, c0, 'nothing committed yet');
+  const p2 = store.append('held-2', [ev(2)], 'no_stream');
+  b();
+  await Promise.all([p1, p2]);
+  t.equal(store.stats().commits, c0 + 1, 'both appends went in one commit');
+
+  // An announcement given up (the command failed before appending) releases the group as well.
+  const c = store.expectAppend();
+  const d = store.expectAppend();
+  const p3 = store.append('held-3', [ev(3)], 'no_stream');
+  c();
+  d();
+  d();
+  await p3;
+  t.equal(store.stats().commits, c0 + 2, 'released once nothing is announced any more');
+
+  // Releasing twice counts once: a later announcement still holds.
+  const e = store.expectAppend();
+  let p4Done = false;
+  const p4 = store.append('held-4', [ev(4)], 'no_stream').then(() => (p4Done = true));
+  await turns(5);
+  t.notOk(p4Done, 'held by the new announcement, not released by the double call above');
+  e();
+  await p4;
+});
+
+t.test('group commit: a hold ends at the deadline', async (t) => {
+  const dir = tempDir(t);
+  const store = new SqliteEventStore(path.join(dir, 'e.sqlite'), { commitDelayMs: 20 });
+  t.teardown(() => store.close());
+  const never = store.expectAppend();
+  t.teardown(never);
+  const p = store.append('s', [ev(1)], 'no_stream');
+  let done = false;
+  void p.then(() => (done = true));
+  await turns(3);
+  t.notOk(done, 'held at first');
+  await p;
+  t.equal(store.stats().commits, 1, 'committed once the deadline passed, though the announcement never ended');
+  // With a delay of 0 nothing is ever held.
+  const eager = new SqliteEventStore(path.join(dir, 'f.sqlite'), { commitDelayMs: 0 });
+  t.teardown(() => eager.close());
+  const held = eager.expectAppend();
+  t.teardown(held);
+  let eagerDone = false;
+  const q = eager.append('s', [ev(1)], 'no_stream').then(() => (eagerDone = true));
+  await turns(3);
+  t.ok(eagerDone, 'commitDelayMs 0: committed in the next turn');
+  await q;
+});
+
+t.test('closing the store commits a held group', async (t) => {
+  const dir = tempDir(t);
+  const store = new SqliteEventStore(path.join(dir, 'e.sqlite'), { commitDelayMs: 60_000 });
+  const pending = store.expectAppend();
+  const p = store.append('s', [ev(1)], 'no_stream');
+  await turns(2);
+  await store.close();
+  t.same(await p, { revision: 0, position: 1n }, 'the held append was committed by close');
+  pending();
+  const again = new SqliteEventStore(path.join(dir, 'e.sqlite'));
+  t.teardown(() => again.close());
+  t.equal(await again.streamRevision('s'), 0, 'and is in the file');
+});
+
 t.test('a conflict inside a group fails only that append', async (t) => {
   const dir = tempDir(t);
   const store = new SqliteEventStore(path.join(dir, 'e.sqlite'));

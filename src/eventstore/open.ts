@@ -9,7 +9,7 @@ import type { EventStore } from './port.ts';
 import { SqliteEventStore } from './sqlite.ts';
 
 /** Where the events are: the part of the configuration `openEventStore` reads. */
-export type StoreLocation = Pick<Config, 'eventStoreUrl' | 'dataDir'>;
+export type StoreLocation = Pick<Config, 'eventStoreUrl' | 'dataDir'> & Partial<Pick<Config, 'sqliteCommitDelayMs'>>;
 
 export async function openEventStore(config: StoreLocation, onCommit?: (position: bigint) => void): Promise<EventStore> {
   if (config.eventStoreUrl && /^postgres(ql)?:\/\//.test(config.eventStoreUrl)) {
@@ -20,5 +20,8 @@ export async function openEventStore(config: StoreLocation, onCommit?: (position
     const { openKurrentEventStore } = await import('./kurrent.ts');
     return openKurrentEventStore(config.eventStoreUrl);
   }
-  return new SqliteEventStore(path.join(config.dataDir, 'events.sqlite'), onCommit ? { onCommit } : {});
+  return new SqliteEventStore(path.join(config.dataDir, 'events.sqlite'), {
+    ...(onCommit ? { onCommit } : {}),
+    ...(config.sqliteCommitDelayMs !== undefined ? { commitDelayMs: config.sqliteCommitDelayMs } : {}),
+  });
 }

@@ -141,6 +141,12 @@ export interface EventStore {
    * or nothing is written and `WrongExpectedRevisionError` names the first stream that did not hold.
    */
   appendMany(writes: StreamWrite[]): Promise<AppendResult[]>;
+  /**
+   * Optional hint for group commit: an append is about to be made (a command is deciding). The returned function
+   * must be called once that append was made, or will not be. A store that commits synchronously may hold a
+   * queued group back for a moment while appends are announced, so that they share its commit (SQLite).
+   */
+  expectAppend?(): () => void;
   /** Reads a stream; a missing stream reads as empty. */
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** Current revision of a stream, -1 when it does not exist. */
