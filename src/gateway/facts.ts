@@ -17,7 +17,7 @@ import { Permission } from '../permissions/bits.ts';
 import { has } from '../permissions/calculate.ts';
 import { rm } from '../readmodel/keys.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
-import { withLastMessage } from '../readmodel/lastMessages.ts';
+import { withLastMessages } from '../readmodel/lastMessages.ts';
 
 /** The cached facts of one server. */
 export interface ServerFacts {
@@ -42,11 +42,11 @@ export class FactsCache {
   constructor(private readonly readModels: ReadModels) {}
 
   /**
-   * A channel as a ChannelCreate shows it: with its `last_message_id`, read past the fact cache like the facts
-   * themselves (the read models are at or ahead of the event being delivered).
+   * Channels as a ChannelCreate shows them: with their `last_message_id`, read in one round trip past the fact
+   * cache like the facts themselves (the read models are at or ahead of the event being delivered).
    */
-  presentChannel(channel: ChannelState): Promise<ServerChannelObject & { last_message_id?: string }> {
-    return withLastMessage(this.readModels.direct, presentChannel(channel));
+  presentChannels(channels: readonly ChannelState[]): Promise<Array<ServerChannelObject & { last_message_id?: string }>> {
+    return withLastMessages(this.readModels.direct, channels.map(presentChannel));
   }
 
   /** The cached facts of a server (loaded when missing); null when the server does not exist. */

@@ -410,7 +410,7 @@ export class Hub {
         const channel = (await this.facts.get(serverId))?.channels.get(channelId);
         if (!channel) return;
         s.servers.get(serverId)!.add(channelId);
-        s.send({ type: 'ChannelCreate', ...(await this.facts.presentChannel(channel)) });
+        s.send({ type: 'ChannelCreate', ...(await this.facts.presentChannels([channel]))[0] });
       }
       return;
     }
@@ -486,13 +486,16 @@ export class Hub {
         frames.push({ type: 'ChannelDelete', id });
       }
     }
+    const gained: ChannelState[] = [];
     for (const id of now) {
       if (known.has(id)) continue;
       const channel = facts!.channels.get(id);
       if (!channel) continue;
       known.add(id);
-      frames.push({ type: 'ChannelCreate', ...(await this.facts.presentChannel(channel)) });
+      gained.push(channel);
     }
+    // Their last messages in one read, however many channels came into view.
+    for (const c of await this.facts.presentChannels(gained)) frames.push({ type: 'ChannelCreate', ...c });
     return frames;
   }
 }
