@@ -40,6 +40,8 @@ async function applyMessageEvent(e: StoredEvent, tx: ProjectionTx): Promise<void
   if (e.type !== 'MessageSent' && !before) return;
   const after = evolveMessage(before, e, e.revision);
   if (!after) tx.rdel(rm.channelHistory(channelId), messageId);
+  // A new message's id was never in the set: one ZADD, nothing to remove first.
+  else if (!before) tx.raddJson(rm.channelHistory(channelId), messageId, storedMessage(after));
   else tx.rsetJson(rm.channelHistory(channelId), messageId, storedMessage(after));
   switch (e.type) {
     case 'MessageSent':

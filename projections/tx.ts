@@ -239,15 +239,27 @@ export class BatchTx implements ProjectionTx {
   }
 
   rsetJson(key: string, id: string, value: unknown): void {
+    this.record(key, id, value, true);
+  }
+
+  raddJson(key: string, id: string, value: unknown): void {
+    const h = this.hashes.get(this.k(key));
+    // Written or removed earlier in this batch (or the whole set wiped): replaced as usual.
+    this.record(key, id, value, h !== undefined && (h.wiped || h.fields.has(id)));
+  }
+
+  private record(key: string, id: string, value: unknown, replace: boolean): void {
     const json = JSON.stringify(value);
     // The record's bytes are its place in the set: one that does not begin with its id would be lost to it.
     if (!json.startsWith(recordHead(id))) throw new Error(`a record of ${key} must begin with {"_id":"${id}"`);
     this.touch(key);
     const full = this.k(key);
     this.hash(full).fields.set(id, value);
-    const [min, max] = recordRange(id);
-    // The record it replaces (if any) has other bytes: remove it by its id's range, then add.
-    this.ops.push(['zremrangebylex', full, min, max]);
+    if (replace) {
+      // The record it replaces (if any) has other bytes: remove it by its id's range, then add.
+      const [min, max] = recordRange(id);
+      this.ops.push(['zremrangebylex', full, min, max]);
+    }
     this.ops.push(['zadd', full, 0, json]);
   }
 

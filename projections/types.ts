@@ -47,6 +47,11 @@ export interface ProjectionTx {
   rgetJson<T>(key: string, id: string): Promise<T | null>;
   /** Stores the record of an id in a record set, replacing the one it had. `value` must serialise with `_id` first. */
   rsetJson(key: string, id: string, value: unknown): void;
+  /**
+   * Adds the record of an id that has none yet (a new message: its id was never in the set): one ZADD, with no
+   * removal of an earlier record first. When this batch already wrote or removed that id, it replaces as `rsetJson`.
+   */
+  raddJson(key: string, id: string, value: unknown): void;
   /** Removes the record of an id from a record set. */
   rdel(key: string, id: string): void;
   /** Adds set members. */

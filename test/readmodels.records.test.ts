@@ -72,6 +72,32 @@ t.test('records are found by their id, replaced and removed by it', async (t) =>
   t.same(ids(await redis.zrangebylex(full, '-', '+')), [A, C, D]);
 });
 
+t.test('a new record is one ZADD; an id the batch already touched is replaced as usual', async (t) => {
+  const key = `${KEY}:added`;
+  const fullKey = prefix + key;
+  const [E, F] = ['01KBBBBBBBBBBBBBBBBBBBBBB0', '01KBBBBBBBBBBBBBBBBBBBBBB1'];
+  const b = tx();
+  b.raddJson(key, E, { _id: E, content: 'e', revision: 0 });
+  t.same(b.ops.map((o) => o[0]), ['zadd'], 'one command, no removal');
+  t.same(await b.rgetJson(key, E), { _id: E, content: 'e', revision: 0 }, 'the batch reads it');
+  // The same id again in this batch (never so for a message, but the rule holds): the first record goes.
+  b.raddJson(key, E, { _id: E, content: 'e, again and longer', revision: 1 });
+  t.same(b.ops.map((o) => o[0]), ['zadd', 'zremrangebylex', 'zadd'], 'an id written earlier in the batch is replaced');
+  b.rdel(key, F);
+  b.raddJson(key, F, { _id: F, content: 'f', revision: 0 });
+  t.same(b.ops.slice(-2).map((o) => o[0]), ['zremrangebylex', 'zadd'], 'after a removal in the batch too');
+  await commit(b);
+  t.same(ids(await redis.zrangebylex(fullKey, '-', '+')), [E, F], 'one record per id');
+  t.same(await tx().rgetJson(key, E), { _id: E, content: 'e, again and longer', revision: 1 });
+  const wiped = tx();
+  wiped.del(key);
+  wiped.raddJson(key, E, { _id: E, content: 'after the wipe', revision: 0 });
+  t.same(wiped.ops.map((o) => o[0]), ['unlink', 'zremrangebylex', 'zadd'], 'after the whole set was deleted in the batch: replaced');
+  await commit(wiped);
+  t.same(ids(await redis.zrangebylex(fullKey, '-', '+')), [E]);
+  await redis.del(fullKey);
+});
+
 t.test('a record that does not begin with its id is refused before anything is written', async (t) => {
   const b = tx();
   t.throws(() => b.rsetJson(KEY, A, { revision: 2, _id: A }), /must begin with/);
