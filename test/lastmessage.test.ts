@@ -9,13 +9,14 @@ import t from 'tap';
 import { Redis } from 'ioredis';
 import { Permission } from '../src/permissions/bits.ts';
 import { generationPrefix, rm } from '../src/readmodel/keys.ts';
-import { signup, type TestUser } from './helpers/http.ts';
+import { client, signup, type TestUser } from './helpers/http.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
-import { startTestService, TEST_REDIS_URL } from './helpers/service.ts';
+import { startTestService, TEST_REDIS_URL, waitServing } from './helpers/service.ts';
 import { connectReady } from './helpers/ws.ts';
 
 t.test('last_message_id apart from the channel', async (t) => {
   const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const whole = t;
   const redis = new Redis(TEST_REDIS_URL);
   t.teardown(() => void redis.disconnect());
   const key = (logical: string) => generationPrefix(s.prefix, s.readModels.generation!) + logical;
@@ -112,6 +113,19 @@ t.test('last_message_id apart from the channel', async (t) => {
     t.equal((await b.api.del(`/channels/${group}`)).status, 204);
     t.equal((await c.api.del(`/channels/${group}`)).status, 204, 'the last member leaves: the group is deleted');
     t.equal(await redis.exists(key(rm.lastMessage(group))), 0, 'its lastmsg key went with it');
+  });
+
+  t.test('a send through one API process shows in the next fetch through another', async (t) => {
+    // B applies the fact cache's invalidations 300 ms late: only its fence keeps the cached last message fresh.
+    // It shares A's keys, so it stops with the whole test (its teardown deletes them).
+    const b = await startTestService(whole, { ROLES: 'api', DATA_DIR: s.dataDir, REDIS_PREFIX: s.prefix, RATE_LIMITS: 'off', FACT_CACHE_STALE_MS: '5000' }, { factCacheApplyDelayMs: 300 });
+    await waitServing(b);
+    const viaB = client(b, member.token);
+    t.equal((await viaB.get(`/channels/${srv.general}`)).status, 200, 'B has the channel and its last message cached');
+    for (let i = 0; i < 5; i++) {
+      const id = await send(owner, srv.general, `through A ${i}`);
+      t.equal((await viaB.get(`/channels/${srv.general}`)).body.last_message_id, id, `round ${i}: B shows the message sent through A at once`);
+    }
   });
 
   t.test('deleting a channel or a server removes the key', async (t) => {
