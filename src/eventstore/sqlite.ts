@@ -4,10 +4,9 @@
  * Group commit: every append issued during one turn of the event loop is queued and written by a single
  * `BEGIN IMMEDIATE … COMMIT` (one fsync) at the next `setImmediate`. While other appends are announced
  * (`expectAppend`: commands still deciding, which append in a later turn), the group is held back for them, at
- * most `commitDelayMs` after its first append: under load a commit then serves a millisecond of sends instead
- * of one turn's, so the main thread blocks in fewer fsyncs and every later stage (the projector's batch, its
- * MULTI, the streams the API processes read) works in bigger batches. With nothing announced, a group commits
- * in the next turn as before, so a lone append is never delayed. Each queued append is checked
+ * most `commitDelayMs` after its first append, so commands whose decisions end in different turns share one
+ * commit (one fsync, one projector batch) instead of taking one each. With nothing announced, a group commits in
+ * the next turn as before, so a lone append is never delayed. Each queued append is checked
  * against the revisions as they stand inside that transaction, so appends in the same group see each
  * other. Several processes may open the same file: SQLite serialises their write transactions, and the
  * global position (the rowid) is assigned inside them, so positions become visible in order.
