@@ -6,7 +6,7 @@ import t from 'tap';
 import { Client as StoatClient } from 'stoat.js';
 import { Client as RevoltClient } from 'revolt.js';
 import { startTestService } from './helpers/service.ts';
-import { assertTraffic, clearClientIntervalsAtTeardown, installWebSocket, signUpWithClient, traceClients } from './helpers/realClients.ts';
+import { assertTraffic, clearClientIntervalsAtTeardown, connectAgain, installWebSocket, signUpWithClient, traceClients } from './helpers/realClients.ts';
 import { until } from './helpers/wait.ts';
 
 installWebSocket();
@@ -62,6 +62,11 @@ for (const lib of ['stoat.js', 'revolt.js']) {
     const got = await received;
     t.same([got.id, got.content, got.authorId], [sent.id, 'hello bob', A], 'bob got the message live');
     t.equal(bob.channels.get(dm.id).lastMessageId, sent.id, "bob's DM follows the last message");
+    // A second client of bob's learns it from Ready (the server keeps it in lastmsg:<id>, apart from the DM).
+    const bobAgain = await connectAgain(t, Ctor, s.apiUrl, bob);
+    t.equal(bobAgain.channels.get(dm.id)?.lastMessageId, sent.id, 'Ready carries the DM\'s last message');
+    t.equal(((await bobAgain.api.get(`/channels/${dm.id}`)) as { last_message_id?: string }).last_message_id, sent.id, 'and GET /channels/:id through its API layer');
+    bobAgain.events.disconnect();
     const history = await bob.channels.get(dm.id).fetchMessages({ limit: 5 });
     t.equal(history[0].id, sent.id, 'history');
 

@@ -18,6 +18,9 @@ t.test('defaults', async (t) => {
   t.equal(c.uploadBodyTimeoutMs, 600_000, 'and take 10 min in all');
   t.equal(c.detachedFileRetentionMs, 7 * 86_400_000, 'a detached file\'s bytes are kept 7 days');
   t.equal(loadConfig({ DETACHED_FILE_RETENTION_MS: '0' }).detachedFileRetentionMs, 0, '0: purged at the next sweep');
+  t.equal(c.sqliteCommitDelayMs, 1, 'a group may wait 1 ms for announced appends');
+  t.equal(loadConfig({ SQLITE_COMMIT_DELAY_MS: '100' }).sqliteCommitDelayMs, 100, 'at most 100 ms (100.5 and -1 are refused below)');
+  t.equal(loadConfig({ SQLITE_COMMIT_DELAY_MS: '0' }).sqliteCommitDelayMs, 0, '0: never held');
 });
 
 t.test('REDIS_CLUSTER_NODES selects a Redis Cluster; REDIS_URL is then not used', async (t) => {
@@ -37,6 +40,8 @@ t.test('a bad value names the variable in one line', async (t) => {
     [{ REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:70000' }, 'REDIS_CLUSTER_NODES'],
     [{ REDIS_CLUSTER_NODES: '10.0.0.1:7000,,redis://x:1' }, 'REDIS_CLUSTER_NODES'],
     [{ EVENTSTORE_URL: 'http://x' }, 'EVENTSTORE_URL'],
+    [{ SQLITE_COMMIT_DELAY_MS: '100.5' }, 'SQLITE_COMMIT_DELAY_MS'],
+    [{ SQLITE_COMMIT_DELAY_MS: '-1' }, 'SQLITE_COMMIT_DELAY_MS'],
     [{ VOICE_ENABLED: 'true' }, 'LIVEKIT_URL'],
     [{ VOICE_ENABLED: 'true', LIVEKIT_URL: 'wss://lk.example' }, 'LIVEKIT_API_KEY'],
     [{ VOICE_ENABLED: 'true', LIVEKIT_URL: 'wss://lk.example', LIVEKIT_API_KEY: 'k' }, 'LIVEKIT_API_SECRET'],

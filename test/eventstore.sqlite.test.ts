@@ -3,6 +3,8 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
 import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
+import { openEventStore } from '../src/eventstore/open.ts';
+import { loadConfig } from '../src/config.ts';
 import { WrongExpectedRevisionError, type NewEvent } from '../src/eventstore/port.ts';
 import { eventStoreContract } from './eventstore.contract.ts';
 import { tempDir } from './helpers/service.ts';
@@ -107,6 +109,20 @@ t.test('group commit: a hold ends at the deadline', async (t) => {
   await turns(3);
   t.ok(eagerDone, 'commitDelayMs 0: committed in the next turn');
   await q;
+});
+
+t.test('SQLITE_COMMIT_DELAY_MS reaches the store the service opens', async (t) => {
+  for (const [value, held] of [['0', false], ['100', true]] as const) {
+    const store = (await openEventStore(loadConfig({ DATA_DIR: tempDir(t), SQLITE_COMMIT_DELAY_MS: value }))) as SqliteEventStore;
+    t.teardown(() => store.close());
+    const announced = store.expectAppend();
+    let done = false;
+    const p = store.append('s', [ev(1)], 'no_stream').then(() => (done = true));
+    await turns(3);
+    t.equal(!done, held, `SQLITE_COMMIT_DELAY_MS=${value}: ${held ? 'held for the announced append' : 'committed at once'}`);
+    announced();
+    await p;
+  }
 });
 
 t.test('closing the store commits a held group', async (t) => {

@@ -221,5 +221,27 @@ export async function signUpWithClient(
   const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
   client.connect();
   await ready;
+  // The session, for a second client of the same user (`connectAgain`).
+  Object.defineProperty(client, 'testSession', { value: session });
+  return client;
+}
+
+/** A second client of a user `signUpWithClient` made, on the same session, once its gateway said Ready. */
+export async function connectAgain(
+  t: { teardown(fn: () => unknown): void },
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  Ctor: new (options: any, config: any) => any,
+  apiUrl: string,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  first: any,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<any> {
+  const config = await (await fetch(`${apiUrl}/`)).json();
+  const client = new Ctor({ baseURL: apiUrl, autoReconnect: false }, config);
+  t.teardown(() => client.events.disconnect());
+  client.useExistingSession(first.testSession);
+  const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
+  client.connect();
+  await ready;
   return client;
 }
