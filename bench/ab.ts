@@ -6,7 +6,8 @@
  * per send by the service's main thread, its other threads (GC helpers, the search indexer) and Redis, read
  * from /proc (Linux only). Node flags for both services: AB_NODE_ARGS; for one side only: AB_NODE_ARGS_A,
  * AB_NODE_ARGS_B (the same checkout twice then compares flags). AB_MODE=history measures 100-message history
- * pages instead of sends. Not part of `npm run bench`.
+ * pages instead of sends. Also prints the median p99 and the load generator's own CPU per request (this
+ * process). Not part of `npm run bench`.
  */
 import path from 'node:path';
 import os from 'node:os';
@@ -56,19 +57,19 @@ async function start(dir: string, label: string) {
     await deletePrefix(REDIS, prefix);
     fs.rmSync(tmp, { recursive: true, force: true });
   };
-  return { label, url, next, pid: child.pid!, stop, res: [] as Array<{ rps: number; main: number; other: number; redis: number }> };
+  return { label, url, next, pid: child.pid!, stop, res: [] as Array<{ rps: number; p99: number; main: number; other: number; redis: number; loadgen: number }> };
 }
 const A = await start(process.argv[2]!, 'A');
 const B = await start(process.argv[3]!, 'B');
 for (const s of [A, B]) await measure({ url: s.url, method: METHOD, next: s.next, duration: 3 });
 const rounds = Number(process.argv[4] ?? 5);
 for (let r = 0; r < rounds; r++) for (const s of r % 2 ? [B, A] : [A, B]) {
-  const a = threads(s.pid), r0 = threads(redisPid);
+  const a = threads(s.pid), r0 = threads(redisPid), g0 = process.cpuUsage();
   const res = await measure({ url: s.url, method: METHOD, next: s.next, duration: 4 });
-  const b = threads(s.pid), r1 = threads(redisPid);
+  const b = threads(s.pid), r1 = threads(redisPid), g1 = process.cpuUsage(g0);
   const per = (k: string, x: Map<string, number>, y: Map<string, number>) => (((y.get(k) ?? 0) - (x.get(k) ?? 0)) / HZ) * 1e6 / res.requests;
-  s.res.push({ rps: res.rps, main: per('main', a, b), other: per('other', a, b), redis: per('main', r0, r1) + per('other', r0, r1) });
+  s.res.push({ rps: res.rps, p99: res.p99, main: per('main', a, b), other: per('other', a, b), redis: per('main', r0, r1) + per('other', r0, r1), loadgen: (g1.user + g1.system) / res.requests });
 }
 const med = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
-for (const s of [A, B]) console.log(`${s.label} ${process.argv[s === A ? 2 : 3]}: rps ${s.res.map((x) => Math.round(x.rps)).join(' ')} | median rps ${Math.round(med(s.res.map((x) => x.rps)))}, main µs/request ${med(s.res.map((x) => x.main)).toFixed(0)}, other threads ${med(s.res.map((x) => x.other)).toFixed(0)}, redis ${med(s.res.map((x) => x.redis)).toFixed(0)}`);
+for (const s of [A, B]) console.log(`${s.label} ${process.argv[s === A ? 2 : 3]}: rps ${s.res.map((x) => Math.round(x.rps)).join(' ')} | median rps ${Math.round(med(s.res.map((x) => x.rps)))}, p99 ms ${med(s.res.map((x) => x.p99))}, main µs/request ${med(s.res.map((x) => x.main)).toFixed(0)}, other threads ${med(s.res.map((x) => x.other)).toFixed(0)}, redis ${med(s.res.map((x) => x.redis)).toFixed(0)}, load generator ${med(s.res.map((x) => x.loadgen)).toFixed(0)}`);
 await Promise.all([A.stop(), B.stop()]);
