@@ -10,6 +10,43 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 /** A connection to one Redis or to a cluster (the commands the service uses are the same on both). */
 export type RedisClient = Redis | Cluster;
 
+/** The parts of ioredis 5's `Cluster` that `stopSlotsRefreshAfterClose` replaces (not in its typings). */
+interface ClusterSlotsRefresh {
+  status: string;
+  slotsTimer: NodeJS.Timeout | null;
+  options: { slotsRefreshInterval?: number };
+  resetNodesRefreshInterval(): void;
+  refreshSlotsCache(callback?: (err?: Error) => void): void;
+}
+
+/**
+ * Works around ioredis 5.x: a cluster client's periodic slot refresh that is still in flight when the
+ * client is closed (`quit`, `disconnect`) arms its timer again when it ends, and from then on every
+ * `slotsRefreshInterval` for ever (each refresh fails at once on the closed client and arms the next): the
+ * process never exits. Here the timer is armed again only while the client is not closing or closed; a
+ * reconnection arms it anew when the client is ready (as ioredis does). Applied once to the prototype, so
+ * it covers clients ioredis makes itself (`duplicate()`, BullMQ's blocking connections). Test:
+ * test/redis.cluster.test.ts (a process that closes a client during a refresh exits by itself).
+ */
+function stopSlotsRefreshAfterClose(): void {
+  const proto = Cluster.prototype as unknown as ClusterSlotsRefresh & { stoatSlotsRefreshGuard?: true };
+  if (proto.stoatSlotsRefreshGuard || typeof proto.resetNodesRefreshInterval !== 'function') return;
+  proto.stoatSlotsRefreshGuard = true;
+  proto.resetNodesRefreshInterval = function (this: ClusterSlotsRefresh) {
+    if (this.slotsTimer || !this.options.slotsRefreshInterval) return;
+    const interval = this.options.slotsRefreshInterval;
+    const nextRound = () => {
+      if (this.status === 'disconnecting' || this.status === 'close' || this.status === 'end') {
+        this.slotsTimer = null;
+        return;
+      }
+      this.slotsTimer = setTimeout(() => this.refreshSlotsCache(nextRound), interval);
+    };
+    nextRound();
+  };
+}
+stopSlotsRefreshAfterClose();
+
 /** Scheme of the configuration string that names a cluster's seed nodes. */
 export const CLUSTER_SCHEME = 'redis-cluster://';
 

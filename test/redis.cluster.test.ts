@@ -193,6 +193,36 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
     t.match(out, /stopped/, 'the service stopped');
     t.equal(exited, 0, 'the process exited by itself within 30 s of starting');
   });
+  t.test('a client closed while its periodic slot refresh is in flight leaves no timer: the process exits (ioredis 5 re-armed it for ever)', async (t) => {
+    const root = path.join(import.meta.dirname, '..');
+    for (const close of ['quit', 'disconnect'] as const) {
+      // The refresh runs every 2 s; the client is closed in the turn it is seen in flight (`isRefreshing`, internal).
+      const code = `
+        const { createRedis, clusterUrl } = await import(${JSON.stringify(path.join(root, 'src/redis.ts'))});
+        const c = createRedis(clusterUrl(${JSON.stringify(cluster.seeds)}));
+        await new Promise((r) => c.once('ready', r));
+        const started = Date.now();
+        while (!c.isRefreshing && Date.now() - started < 10_000) await new Promise((r) => setImmediate(r));
+        console.log('in flight ' + c.isRefreshing);
+        await Promise.resolve(c.${close}()).catch(() => undefined);
+        console.log('closed');`;
+      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      const exited = await new Promise<number | 'hung'>((resolve) => {
+        const cut = setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve('hung');
+        }, 20_000);
+        child.once('exit', (c) => {
+          clearTimeout(cut);
+          resolve(c ?? -1);
+        });
+      });
+      t.match(out, /in flight true\nclosed/, `${close}: closed while a slot refresh was in flight`);
+      t.equal(exited, 0, `${close}: the process exited by itself`);
+    }
+  });
 });
 
 t.test('3 masters with a replica each: a master killed under load fails over; no acknowledged write lost', { skip }, async (t) => {
