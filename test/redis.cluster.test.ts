@@ -31,6 +31,31 @@ async function within<T>(what: string, p: Promise<T>, ms = 20_000): Promise<T> {
   }
 }
 
+/**
+ * Runs `code` (an ES module, with tsx) in a child process that never calls process.exit, and waits for it to end
+ * by itself: its stdout and exit code, or 'hung' (killed) when it is still running after `ms`.
+ */
+async function runToExit(code: string, env: NodeJS.ProcessEnv, ms: number): Promise<{ out: string; exited: number | 'hung' }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    cwd: path.join(import.meta.dirname, '..'),
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = await new Promise<number | 'hung'>((resolve) => {
+    const cut = setTimeout(() => {
+      child.kill('SIGKILL');
+      resolve('hung');
+    }, ms);
+    child.once('exit', (c) => {
+      clearTimeout(cut);
+      resolve(c ?? -1);
+    });
+  });
+  return { out, exited };
+}
+
 /** Every message id of a channel (newest first pages of 100). */
 async function history(user: TestUser, channel: string): Promise<string[]> {
   const ids: string[] = [];
@@ -172,23 +197,11 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
       console.log('roles ' + s.config.roles.join(','));
       await s.stop();
       console.log('stopped');`;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
-      cwd: root,
-      env: { ...process.env, REDIS_CLUSTER_NODES: cluster.seeds, REDIS_PREFIX: `exit-${process.pid}-`, DATA_DIR: dir, API_PORT: '0', MEDIA_PORT: '0', LOG_LEVEL: 'silent' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = await new Promise<number | 'hung'>((resolve) => {
-      const cut = setTimeout(() => {
-        child.kill('SIGKILL');
-        resolve('hung');
-      }, 30_000);
-      child.once('exit', (c) => {
-        clearTimeout(cut);
-        resolve(c ?? -1);
-      });
-    });
+    const { out, exited } = await runToExit(
+      code,
+      { ...process.env, REDIS_CLUSTER_NODES: cluster.seeds, REDIS_PREFIX: `exit-${process.pid}-`, DATA_DIR: dir, API_PORT: '0', MEDIA_PORT: '0', LOG_LEVEL: 'silent' },
+      30_000,
+    );
     t.match(out, /roles api,media,projector,worker/, 'every role ran');
     t.match(out, /stopped/, 'the service stopped');
     t.equal(exited, 0, 'the process exited by itself within 30 s of starting');
@@ -206,19 +219,7 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
         console.log('in flight ' + c.isRefreshing);
         await Promise.resolve(c.${close}()).catch(() => undefined);
         console.log('closed');`;
-      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-      const exited = await new Promise<number | 'hung'>((resolve) => {
-        const cut = setTimeout(() => {
-          child.kill('SIGKILL');
-          resolve('hung');
-        }, 20_000);
-        child.once('exit', (c) => {
-          clearTimeout(cut);
-          resolve(c ?? -1);
-        });
-      });
+      const { out, exited } = await runToExit(code, process.env, 20_000);
       t.match(out, /in flight true\nclosed/, `${close}: closed while a slot refresh was in flight`);
       t.equal(exited, 0, `${close}: the process exited by itself`);
     }
