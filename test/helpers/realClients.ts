@@ -190,6 +190,27 @@ export function rawRequest(
   });
 }
 
+/** A client constructor of stoat.js or revolt.js. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type ClientCtor = new (options: any, config: any) => any;
+
+/** A real client of the service at `apiUrl` (its configuration from `GET /`), disconnected at teardown. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function newClient(t: { teardown(fn: () => unknown): void }, Ctor: ClientCtor, apiUrl: string): Promise<any> {
+  const config = await (await fetch(`${apiUrl}/`)).json();
+  const client = new Ctor({ baseURL: apiUrl, autoReconnect: false }, config);
+  t.teardown(() => client.events.disconnect());
+  return client;
+}
+
+/** Opens a client's gateway on the session it uses and waits for Ready. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function connectReady(client: any): Promise<void> {
+  const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
+  client.connect();
+  await ready;
+}
+
 /**
  * Signs a new account up with a real client (stoat.js or revolt.js, its constructor given), logs it in,
  * onboards it as `name` and waits for the gateway's `ready`. revolt.js (revolt-api 0.8.5-1) rejects the
@@ -197,16 +218,13 @@ export function rawRequest(
  */
 export async function signUpWithClient(
   t: { teardown(fn: () => unknown): void },
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  Ctor: new (options: any, config: any) => any,
+  Ctor: ClientCtor,
   lib: 'stoat.js' | 'revolt.js',
   apiUrl: string,
   name: string,
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
 ): Promise<any> {
-  const config = await (await fetch(`${apiUrl}/`)).json();
-  const client = new Ctor({ baseURL: apiUrl, autoReconnect: false }, config);
-  t.teardown(() => client.events.disconnect());
+  const client = await newClient(t, Ctor, apiUrl);
   const email = `${name}.${Date.now()}@example.test`;
   const password = 'correct horse battery';
   try {
@@ -218,9 +236,7 @@ export async function signUpWithClient(
   if (session.result !== 'Success') throw new Error('login failed');
   client.useExistingSession(session);
   await client.api.post('/onboard/complete', { username: name });
-  const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
-  client.connect();
-  await ready;
+  await connectReady(client);
   // The session, for a second client of the same user (`connectAgain`).
   Object.defineProperty(client, 'testSession', { value: session });
   return client;
@@ -229,19 +245,14 @@ export async function signUpWithClient(
 /** A second client of a user `signUpWithClient` made, on the same session, once its gateway said Ready. */
 export async function connectAgain(
   t: { teardown(fn: () => unknown): void },
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  Ctor: new (options: any, config: any) => any,
+  Ctor: ClientCtor,
   apiUrl: string,
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   first: any,
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
 ): Promise<any> {
-  const config = await (await fetch(`${apiUrl}/`)).json();
-  const client = new Ctor({ baseURL: apiUrl, autoReconnect: false }, config);
-  t.teardown(() => client.events.disconnect());
+  const client = await newClient(t, Ctor, apiUrl);
   client.useExistingSession(first.testSession);
-  const ready = new Promise<void>((resolve) => client.once('ready', () => resolve()));
-  client.connect();
-  await ready;
+  await connectReady(client);
   return client;
 }
