@@ -59,6 +59,12 @@ const schema = z
      * deciding have announced (ms; 0 = commit every turn of the event loop). Never waits when nothing is announced.
      */
     SQLITE_COMMIT_DELAY_MS: z.coerce.number().min(0).max(100).default(1),
+    /** PostgreSQL store: longest an append waits for the append lock before it fails (503, retryable) (ms). */
+    PG_LOCK_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+    /** PostgreSQL store: longest one statement of the store may run, lock wait included (ms). */
+    PG_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+    /** PostgreSQL store: a session idle inside an open transaction this long is ended by the server, freeing its locks (ms). */
+    PG_IDLE_TX_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
     ROLES: z
       .string()
       .default('api,media,projector,worker')
@@ -232,6 +238,9 @@ const schema = z
         ctx.addIssue({ code: 'custom', path: ['MEDIA_CONCURRENCY'], message: `"${tag}=${n}": tags are ${TAGS.join(', ')}, n is 1–64` });
       }
     }
+    if (c.PG_LOCK_TIMEOUT_MS > c.PG_STATEMENT_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['PG_LOCK_TIMEOUT_MS'], message: `must not exceed PG_STATEMENT_TIMEOUT_MS=${c.PG_STATEMENT_TIMEOUT_MS}` });
+    }
     if (c.UPLOAD_IDLE_TIMEOUT_MS > c.UPLOAD_BODY_TIMEOUT_MS) {
       ctx.addIssue({ code: 'custom', path: ['UPLOAD_IDLE_TIMEOUT_MS'], message: `must not exceed UPLOAD_BODY_TIMEOUT_MS=${c.UPLOAD_BODY_TIMEOUT_MS}` });
     }
@@ -268,6 +277,8 @@ export interface Config {
   eventStoreUrl: string | undefined;
   /** The SQLite store's longest hold of a group for announced appends (ms). */
   sqliteCommitDelayMs: number;
+  /** The PostgreSQL store's session time limits (ms): lock wait, statement, idle inside a transaction. */
+  pgTimeouts: { lockMs: number; statementMs: number; idleInTransactionMs: number };
   roles: RoleName[];
   projectorPartitions: number;
   projectorPartition: number[] | undefined;
@@ -452,6 +463,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisPrefix: c.REDIS_PREFIX,
     eventStoreUrl: c.EVENTSTORE_URL,
     sqliteCommitDelayMs: c.SQLITE_COMMIT_DELAY_MS,
+    pgTimeouts: { lockMs: c.PG_LOCK_TIMEOUT_MS, statementMs: c.PG_STATEMENT_TIMEOUT_MS, idleInTransactionMs: c.PG_IDLE_TX_TIMEOUT_MS },
     roles: c.ROLES,
     projectorPartitions: c.PROJECTOR_PARTITIONS,
     projectorPartition: c.PROJECTOR_PARTITION,

@@ -3,7 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import t from 'tap';
-import { MIGRATIONS, openPostgresEventStore, type PostgresEventStore } from '../src/eventstore/postgres.ts';
+import { appendLockKey, MIGRATIONS, openPostgresEventStore, type PostgresEventStore } from '../src/eventstore/postgres.ts';
+import { isStorageUnavailable } from '../src/http/middleware/errors.ts';
 import { WrongExpectedRevisionError, type NewEvent, type RecordedEvent } from '../src/eventstore/port.ts';
 import { InvalidAppendError } from '../src/eventstore/validate.ts';
 import { eventStoreContract } from './eventstore.contract.ts';
@@ -185,4 +186,145 @@ t.test('local validation refuses what KurrentDB would refuse', async (t) => {
   t.equal(await store.headPosition(), undefined, 'nothing written');
   await store.append('v-1', [ev(1, 'Ok.Type:v1$-_')], 'any');
   t.equal(await store.streamRevision('v-1'), 0, 'the allowed alphabet is accepted');
+});
+
+t.test('the append lock is per schema: one schema holding it does not stop another from appending', async (t) => {
+  const url = await testDatabase(t, 'lockkey');
+  t.not(appendLockKey('one'), appendLockKey('two'), 'different keys');
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let holding = false;
+  const a = await openPostgresEventStore(`${url}?schema=one`, {
+    beforeCommit: async () => {
+      holding = true;
+      await held;
+    },
+  });
+  const b = await openPostgresEventStore(`${url}?schema=two`);
+  t.teardown(async () => {
+    release();
+    await a.close();
+    await b.close();
+  });
+  const first = a.append('l-1', [ev(1)], 'no_stream');
+  await until('schema one holds its append lock', () => holding, 10_000, 5);
+  // Without a lock of its own, schema two waits for schema one's transaction (here: for ever).
+  const other = await Promise.race([
+    b.append('l-1', [ev(2)], 'no_stream').then((r) => r.position),
+    new Promise<string>((r) => setTimeout(() => r('blocked'), 3_000).unref()),
+  ]);
+  t.equal(other, 1n, 'schema two appended while schema one held its lock');
+  release();
+  t.equal((await first).position, 1n, 'schema one commits too');
+});
+
+t.test('a payload JSON cannot hold fails its own append, not the others of its group', async (t) => {
+  const url = await testDatabase(t, 'payload');
+  const store = await openPostgresEventStore(url);
+  t.teardown(() => store.close());
+  const cycle: Record<string, unknown> = {};
+  cycle.self = cycle;
+  const bad = (data: unknown): NewEvent => ({ ...ev(0), data });
+  const commits = store.stats().commits;
+  const r = await Promise.allSettled([
+    store.append('j-1', [ev(1)], 'no_stream'),
+    store.append('j-2', [bad({ n: 1n })], 'no_stream'),
+    store.appendMany([
+      { stream: 'j-3', events: [ev(3)], expected: 'no_stream' },
+      { stream: 'j-4', events: [bad(cycle)], expected: 'no_stream' },
+    ]),
+    store.append('j-5', [ev(5)], 'no_stream'),
+  ]);
+  t.same(r.map((x) => x.status), ['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+  t.ok(r[1]!.status === 'rejected' && r[1]!.reason instanceof InvalidAppendError, 'a BigInt is refused as an invalid append');
+  t.ok(r[2]!.status === 'rejected' && r[2]!.reason instanceof InvalidAppendError, 'a cycle is refused as an invalid append');
+  t.equal(store.stats().commits - commits, 1, 'the two good appends shared one commit');
+  const all: RecordedEvent[] = [];
+  for await (const e of store.readAll()) all.push(e);
+  t.same(all.map((e) => e.stream), ['j-1', 'j-5'], 'only the good appends were written');
+});
+
+t.test('the server ending the session between queries: the process lives and the next append works', async (t) => {
+  const url = await testDatabase(t, 'terminate');
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  t.teardown(() => admin.end());
+  let kill = true;
+  const store = await openPostgresEventStore(url, {
+    beforeCommit: async () => {
+      if (!kill) return;
+      kill = false;
+      // The store's session sits idle inside its transaction: end it, and wait until the server has.
+      const { rows } = await admin.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()`,
+      );
+      t.equal(rows.length, 1, 'one session inside a transaction');
+      await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      await until('the session is gone', async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [rows[0]!.pid])).rowCount === 0, 10_000, 5);
+      // Give the socket's error time to reach the client before the COMMIT (it would crash the process unheard).
+      await new Promise((r) => setTimeout(r, 100));
+    },
+  });
+  t.teardown(() => store.close());
+  const err = await store.append('k-1', [ev(1)], 'no_stream').then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
+  t.ok(err, 'the append whose session ended failed');
+  t.ok(isStorageUnavailable(err), `it answers 503, not 500 (${err?.message})`);
+  t.equal(await store.headPosition(), undefined, 'nothing was written');
+  const ok = await store.append('k-1', [ev(2)], 'no_stream');
+  t.equal(ok.position, 1n, 'the next append works, on a new session');
+});
+
+t.test('time limits: a writer stuck inside its transaction holding the lock stops the others only briefly', async (t) => {
+  const url = await testDatabase(t, 'timeouts');
+  const timeouts = { lockMs: 300, statementMs: 5_000, idleInTransactionMs: 1_000 };
+  let release!: () => void;
+  const stuck = new Promise<void>((r) => (release = r));
+  let holding = false;
+  // Stands for a paused process: it holds the append lock in an open transaction and sends nothing.
+  const frozen = await openPostgresEventStore(url, {
+    timeouts,
+    beforeCommit: async () => {
+      holding = true;
+      await stuck;
+    },
+  });
+  const other = await openPostgresEventStore(url, { timeouts });
+  t.teardown(async () => {
+    release();
+    await frozen.close();
+    await other.close();
+  });
+  const lost = frozen.append('f-1', [ev(1)], 'no_stream').then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
+  await until('the frozen writer holds the lock', () => holding, 10_000, 5);
+  const started = Date.now();
+  const refused: Error[] = [];
+  const done = await until(
+    'the other writer appends again',
+    async () => {
+      try {
+        return await other.append('f-2', [ev(2)], 'any');
+      } catch (e) {
+        refused.push(e as Error);
+        return undefined;
+      }
+    },
+    20_000,
+    10,
+  );
+  t.ok(done.position >= 1n, `appended after ${Date.now() - started} ms`);
+  t.ok(refused.length >= 1, 'appends that waited past the lock limit failed meanwhile');
+  t.ok(refused.every((e) => isStorageUnavailable(e)), `and each failure is a 503 (${refused.map((e) => (e as { code?: string }).code ?? e.message).join(', ')})`);
+  release();
+  t.ok(await lost, 'the frozen writer, resumed, finds its session ended: its append failed');
+  const heads: RecordedEvent[] = [];
+  for await (const e of other.readAll()) heads.push(e);
+  t.notOk(heads.some((e) => e.stream === 'f-1'), 'and nothing of it was written');
+  await frozen.append('f-1', [ev(3)], 'no_stream');
+  t.pass('the resumed writer appends again');
 });

@@ -9,12 +9,12 @@ import type { EventStore } from './port.ts';
 import { SqliteEventStore } from './sqlite.ts';
 
 /** Where the events are: the part of the configuration `openEventStore` reads. */
-export type StoreLocation = Pick<Config, 'eventStoreUrl' | 'dataDir'> & Partial<Pick<Config, 'sqliteCommitDelayMs'>>;
+export type StoreLocation = Pick<Config, 'eventStoreUrl' | 'dataDir'> & Partial<Pick<Config, 'sqliteCommitDelayMs' | 'pgTimeouts'>>;
 
 export async function openEventStore(config: StoreLocation, onCommit?: (position: bigint) => void): Promise<EventStore> {
   if (config.eventStoreUrl && /^postgres(ql)?:\/\//.test(config.eventStoreUrl)) {
     const { openPostgresEventStore } = await import('./postgres.ts');
-    return openPostgresEventStore(config.eventStoreUrl);
+    return openPostgresEventStore(config.eventStoreUrl, config.pgTimeouts ? { timeouts: config.pgTimeouts } : {});
   }
   if (config.eventStoreUrl) {
     const { openKurrentEventStore } = await import('./kurrent.ts');

@@ -12,6 +12,12 @@
  * transaction is in flight are queued and written together by the next one (one WAL flush for many).
  *
  * Durability: every session runs with `synchronous_commit=on`, so an acknowledged append is flushed.
+ *
+ * Time limits: every session runs with `lock_timeout`, `statement_timeout` and
+ * `idle_in_transaction_session_timeout` (`PostgresTimeouts`). A process that stops while it holds the append
+ * lock inside an open transaction (paused, partitioned) would otherwise stop every process's appends for as
+ * long as it lasts: the server ends its session after the idle limit, which frees the lock, and appends that
+ * waited longer than the lock limit fail with a retryable error (SQLSTATE 55P03: 503 at the HTTP edge).
  * Multi-stream appends check every stream's expected revision under the lock and write all or nothing.
  *
  * Subscriptions poll the table from their checkpoint. Each commit sends `NOTIFY` (delivered on commit) on a
@@ -21,7 +27,8 @@
  * Schema changes are versioned: `stoat_migrations` lists the applied versions; `MIGRATIONS[i]` is version
  * i+1 and is applied once, under an advisory lock, when a process opens the store.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import os from 'node:os';
 import pg from 'pg';
 import type {
   AppendResult,
@@ -37,7 +44,20 @@ import type {
   Subscription,
 } from './port.ts';
 import { WrongExpectedRevisionError } from './port.ts';
-import { matchesExpected as matches, validateEvents, validateWrites } from './validate.ts';
+import { encodeWrites, matchesExpected as matches, validateEvents, validateWrites, type EncodedWrite } from './validate.ts';
+
+/** The store's session time limits (ms; see the header). */
+export interface PostgresTimeouts {
+  /** Longest wait for a lock (the append lock): the append then fails with SQLSTATE 55P03. */
+  lockMs: number;
+  /** Longest run of one statement, lock wait included. */
+  statementMs: number;
+  /** A session idle inside an open transaction this long is ended by the server (its locks freed). */
+  idleInTransactionMs: number;
+}
+
+/** The defaults of `PG_LOCK_TIMEOUT_MS`, `PG_STATEMENT_TIMEOUT_MS` and `PG_IDLE_TX_TIMEOUT_MS`. */
+export const DEFAULT_TIMEOUTS: PostgresTimeouts = { lockMs: 5_000, statementMs: 15_000, idleInTransactionMs: 10_000 };
 
 /** Options of the Postgres store. */
 export interface PostgresStoreOptions {
@@ -49,6 +69,8 @@ export interface PostgresStoreOptions {
   maxGroup?: number;
   /** Injected fault for tests: runs inside the transaction before COMMIT. */
   beforeCommit?: () => Promise<void> | void;
+  /** Session time limits (default `DEFAULT_TIMEOUTS`). */
+  timeouts?: PostgresTimeouts;
 }
 
 /** Versioned schema changes; index i is version i+1. Never edit one that has shipped: add a new one. */
@@ -78,7 +100,7 @@ interface Row {
 }
 
 interface Pending {
-  writes: StreamWrite[];
+  writes: EncodedWrite[];
   resolve: (r: AppendResult[]) => void;
   reject: (e: unknown) => void;
 }
@@ -92,6 +114,11 @@ export function parsePostgresUrl(url: string): { connectionString: string; schem
   if (!/^[a-z_][a-z0-9_]{0,47}$/.test(schema)) throw new Error(`postgres schema "${schema}": lower-case letters, digits and _ only`);
   u.searchParams.delete('schema');
   return { connectionString: u.toString(), schema };
+}
+
+/** The append lock's key for a schema: 64 bits of a hash of its name (advisory locks are per database, not per schema). */
+export function appendLockKey(schema: string): string {
+  return String(createHash('sha256').update(`stoat-events:${schema}`).digest().readBigInt64BE(0));
 }
 
 /** Postgres adapter of the event store port. Open it with `openPostgresEventStore`. */
@@ -118,12 +145,18 @@ export class PostgresEventStore implements EventStore {
     this.#schema = schema;
     this.#channel = `stoat_events_${schema}`;
     this.#opts = opts;
-    // One advisory lock key per schema (advisory locks are per database already).
-    this.#lockKey = String(BigInt.asIntN(64, BigInt(`0x${Buffer.from(`stoat-events:${schema}`).toString('hex').slice(0, 15)}`)));
+    // One advisory lock key per schema, so two deployments in one database do not serialise each other.
+    this.#lockKey = appendLockKey(schema);
+    const t = opts.timeouts ?? DEFAULT_TIMEOUTS;
+    const ms = (v: number) => Math.max(1, Math.round(v));
     this.#pool = new pg.Pool({
       connectionString,
       max: opts.poolSize ?? 10,
-      options: `-c search_path=${schema} -c synchronous_commit=on`,
+      // Which process a session belongs to, for operators (pg_stat_activity) and tests.
+      application_name: `stoatish ${os.hostname().slice(0, 40)} ${process.pid}`,
+      options:
+        `-c search_path=${schema} -c synchronous_commit=on -c lock_timeout=${ms(t.lockMs)}` +
+        ` -c statement_timeout=${ms(t.statementMs)} -c idle_in_transaction_session_timeout=${ms(t.idleInTransactionMs)}`,
     });
     // An idle client's error (server restart) must not crash the process; the pool drops that client.
     this.#pool.on('error', () => {});
@@ -144,8 +177,12 @@ export class PostgresEventStore implements EventStore {
 
   async #migrate(): Promise<void> {
     const c = await this.#pool.connect();
+    // The server may end the session between queries: without a listener that 'error' would crash the process.
+    const onError = () => {};
+    c.on('error', onError);
     try {
-      await c.query('BEGIN');
+      // A migration may wait for another process's and may take long: no lock or statement limit for it.
+      await c.query('BEGIN; SET LOCAL lock_timeout = 0; SET LOCAL statement_timeout = 0');
       await c.query('SELECT pg_advisory_xact_lock($1)', [this.#lockKey]);
       await c.query(`CREATE SCHEMA IF NOT EXISTS ${this.#schema}`);
       await c.query('CREATE TABLE IF NOT EXISTS stoat_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
@@ -166,6 +203,7 @@ export class PostgresEventStore implements EventStore {
       await c.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
+      c.off('error', onError);
       c.release();
     }
   }
@@ -203,7 +241,8 @@ export class PostgresEventStore implements EventStore {
   }
 
   append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    return this.#enqueue([{ stream, events, expected }], () => validateEvents(stream, events)).then((r) => r[0]!);
+    const writes = [{ stream, events, expected }];
+    return this.#enqueue(writes, () => validateEvents(stream, events)).then((r) => r[0]!);
   }
 
   appendMany(writes: StreamWrite[]): Promise<AppendResult[]> {
@@ -213,13 +252,16 @@ export class PostgresEventStore implements EventStore {
   #enqueue(writes: StreamWrite[], validate: () => void): Promise<AppendResult[]> {
     if (this.#closed) return Promise.reject(new Error('the event store is closed'));
     this.#stats.appends++;
+    let encoded: EncodedWrite[];
     try {
       validate();
+      // Encoded before it joins a group: a payload JSON cannot hold fails this append only, not its group.
+      encoded = encodeWrites(writes);
     } catch (err) {
       return Promise.reject(err);
     }
     return new Promise((resolve, reject) => {
-      this.#queue.push({ writes, resolve, reject });
+      this.#queue.push({ writes: encoded, resolve, reject });
       this.#startFlush();
     });
   }
@@ -255,6 +297,11 @@ export class PostgresEventStore implements EventStore {
     }
     const outcomes: Array<{ ok: AppendResult[] } | { err: unknown }> = [];
     let broken: unknown;
+    let lost: unknown;
+    // The server may end the session between queries (idle limit, pg_terminate_backend, a restart): without a
+    // listener on the checked-out client that 'error' would crash the process. The next query then fails.
+    const onError = (err: unknown) => (lost ??= err);
+    client.on('error', onError);
     let last = 0n;
     try {
       // One round trip for BEGIN and the lock (the key is a number of our own, safe to inline); the reads
@@ -298,8 +345,8 @@ export class PostgresEventStore implements EventStore {
             cols.stream.push(w.stream);
             cols.revision.push(rev);
             cols.type.push(e.type);
-            cols.data.push(JSON.stringify(e.data ?? null));
-            cols.metadata.push(JSON.stringify(e.metadata));
+            cols.data.push(e.data);
+            cols.metadata.push(e.metadata);
           }
           current.set(w.stream, rev);
           // An empty write reports the head at commit time (fixed up below), like the SQLite store.
@@ -321,13 +368,16 @@ export class PostgresEventStore implements EventStore {
       }
       last = position;
       await this.#opts.beforeCommit?.();
+      if (lost !== undefined) throw lost;
       await client.query('COMMIT');
       this.#stats.commits++;
     } catch (err) {
       broken = err;
       await client.query('ROLLBACK').catch(() => undefined);
     } finally {
-      client.release(broken instanceof Error && !('code' in broken) ? broken : undefined);
+      client.off('error', onError);
+      // A lost session is dropped from the pool (so is a client left in an unknown state by a non-SQL error).
+      client.release(lost !== undefined ? (lost as Error) : broken instanceof Error && !('code' in broken) ? broken : undefined);
     }
     if (broken !== undefined) {
       for (const p of batch) p.reject(broken);

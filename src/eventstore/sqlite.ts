@@ -37,7 +37,7 @@ import type {
   Subscription,
 } from './port.ts';
 import { WrongExpectedRevisionError } from './port.ts';
-import { matchesExpected as matches, validateEvents, validateWrites } from './validate.ts';
+import { encodeWrites, matchesExpected as matches, validateEvents, validateWrites, type EncodedWrite } from './validate.ts';
 
 /** Options of the SQLite store. */
 export interface SqliteStoreOptions {
@@ -71,7 +71,7 @@ type RecentRow = Omit<Row, 'position'> & { decoded?: RecordedEvent };
 const RECENT_MAX = 4096;
 
 interface Pending {
-  writes: StreamWrite[];
+  writes: EncodedWrite[];
   resolve: (r: AppendResult[]) => void;
   reject: (e: unknown) => void;
 }
@@ -157,13 +157,16 @@ export class SqliteEventStore implements EventStore {
   private enqueue(writes: StreamWrite[], validate: () => void): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new Error('event store is closed'));
     this.counters.appends++;
+    let encoded: EncodedWrite[];
     try {
       validate();
+      // Encoded before it joins a group: a payload JSON cannot hold fails this append only, not its group.
+      encoded = encodeWrites(writes);
     } catch (err) {
       return Promise.reject(err);
     }
     return new Promise((resolve, reject) => {
-      this.queue.push({ writes, resolve, reject });
+      this.queue.push({ writes: encoded, resolve, reject });
       if (this.flushScheduled) return;
       this.flushScheduled = true;
       const delay = this.opts.commitDelayMs ?? 1;
@@ -237,7 +240,7 @@ export class SqliteEventStore implements EventStore {
           let pos = 0;
           for (const e of w.events) {
             rev++;
-            const row: RecentRow = { id: e.id, stream: w.stream, revision: rev, type: e.type, data: JSON.stringify(e.data), metadata: JSON.stringify(e.metadata) };
+            const row: RecentRow = { id: e.id, stream: w.stream, revision: rev, type: e.type, data: e.data, metadata: e.metadata };
             const info = this.stmt.insert.run(row.id, row.stream, row.revision, row.type, row.data, row.metadata);
             pos = Number(info.lastInsertRowid);
             if (rows.length === 0) firstPos = pos;

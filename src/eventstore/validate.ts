@@ -6,8 +6,26 @@
  * - a multi-stream append needs at least one stream, at least one event per stream, and names each stream
  *   once — also counting names that differ only in case as the same stream (KurrentDB's multi-stream append
  *   refuses them as duplicates).
+ *
+ * `encodeWrites` turns an append's payloads into JSON text before it joins a group commit (SQLite, PostgreSQL),
+ * so a payload JSON cannot hold (a BigInt, a cycle) fails that append alone, never the others of its group.
  */
 import type { ExpectedRevision, NewEvent, StreamWrite } from './port.ts';
+
+/** An event whose data and metadata are already JSON text. */
+export interface EncodedEvent {
+  id: string;
+  type: string;
+  data: string;
+  metadata: string;
+}
+
+/** One stream's part of an append, encoded (`encodeWrites`). */
+export interface EncodedWrite {
+  stream: string;
+  events: EncodedEvent[];
+  expected: ExpectedRevision;
+}
 
 /** The append was refused before reaching the store: nothing was written. */
 export class InvalidAppendError extends TypeError {
@@ -50,4 +68,24 @@ export function matchesExpected(expected: ExpectedRevision, actual: number): boo
   if (expected === 'any') return true;
   if (expected === 'no_stream') return actual === -1;
   return expected === actual;
+}
+
+/** Encodes every event's data (undefined as null) and metadata as JSON text; refuses what JSON cannot hold. */
+export function encodeWrites(writes: StreamWrite[]): EncodedWrite[] {
+  return writes.map((w) => ({
+    stream: w.stream,
+    expected: w.expected,
+    events: w.events.map((e, i) => ({ id: e.id, type: e.type, data: toJson(e.data ?? null, w.stream, i, 'data'), metadata: toJson(e.metadata, w.stream, i, 'metadata') })),
+  }));
+}
+
+function toJson(value: unknown, stream: string, index: number, part: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value) as string | undefined;
+  } catch (err) {
+    throw new InvalidAppendError(`event ${index} on ${stream}: its ${part} is not JSON (${err instanceof Error ? err.message : String(err)})`);
+  }
+  if (typeof text !== 'string') throw new InvalidAppendError(`event ${index} on ${stream}: its ${part} is not JSON`);
+  return text;
 }
