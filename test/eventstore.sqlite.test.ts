@@ -6,6 +6,7 @@ import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
 import { openEventStore } from '../src/eventstore/open.ts';
 import { loadConfig } from '../src/config.ts';
 import { WrongExpectedRevisionError, type NewEvent } from '../src/eventstore/port.ts';
+import { InvalidAppendError } from '../src/eventstore/validate.ts';
 import { eventStoreContract } from './eventstore.contract.ts';
 import { tempDir } from './helpers/service.ts';
 
@@ -165,6 +166,32 @@ t.test('a failed commit rejects every append of its group and writes nothing', a
   fail = false;
   await store.append('a', [ev(1)], 'no_stream');
   t.equal(await store.streamRevision('a'), 0);
+});
+
+t.test('a payload JSON cannot hold fails its own append, not the others of its group', async (t) => {
+  const dir = tempDir(t);
+  const store = new SqliteEventStore(path.join(dir, 'e.sqlite'));
+  t.teardown(() => store.close());
+  const cycle: Record<string, unknown> = {};
+  cycle.self = cycle;
+  const bad = (data: unknown): NewEvent => ({ ...ev(0), data });
+  const r = await Promise.allSettled([
+    store.append('j-1', [ev(1)], 'no_stream'),
+    store.append('j-2', [bad({ n: 1n })], 'no_stream'),
+    store.appendMany([
+      { stream: 'j-3', events: [ev(3)], expected: 'no_stream' },
+      { stream: 'j-4', events: [bad(cycle)], expected: 'no_stream' },
+    ]),
+    store.append('j-5', [ev(5)], 'no_stream'),
+    store.append('j-6', [{ ...ev(6), data: undefined }], 'no_stream'),
+  ]);
+  t.same(r.map((x) => x.status), ['fulfilled', 'rejected', 'rejected', 'fulfilled', 'fulfilled']);
+  t.ok(r[1]!.status === 'rejected' && r[1]!.reason instanceof InvalidAppendError, 'a BigInt is refused as an invalid append');
+  t.ok(r[2]!.status === 'rejected' && r[2]!.reason instanceof InvalidAppendError, 'a cycle is refused as an invalid append');
+  t.equal(store.stats().commits, 1, 'the good appends shared one commit');
+  const all = [];
+  for await (const e of store.readAll()) all.push(e);
+  t.same(all.map((e) => [e.stream, e.data]), [['j-1', { n: 1 }], ['j-5', { n: 5 }], ['j-6', null]], 'only the good appends were written (undefined data as null, as on PostgreSQL)');
 });
 
 t.test('two processes append to one file; positions stay in order', async (t) => {
