@@ -76,9 +76,12 @@ t.test('appendMany is one multi-stream AppendSession on the wire', async (t) => 
 
 t.test('servers too old are refused at open with one line', async (t) => {
   for (const [options, pattern] of [
-    [{ legacy: true }, /does not report its version \(older than 21\.10\).*25\.1 or later/],
-    [{ version: '24.10.0' }, /KurrentDB 24\.10\.0 .* is too old: Stoatish needs 25\.1 or later/],
+    [{ legacy: true }, /does not report its version \(older than 21\.10\).*25\.1\.1 or later/],
+    [{ version: '24.10.0' }, /KurrentDB 24\.10\.0 .* is too old: Stoatish needs 25\.1\.1 or later/],
     [{ version: '23.10.1' }, /KurrentDB 23\.10\.1 .* is too old/],
+    // 25.1.0 has two multi-stream append bugs: the patch level counts.
+    [{ version: '25.1.0' }, /KurrentDB 25\.1\.0 .* is too old: Stoatish needs 25\.1\.1 or later \(25\.1\.0's multi-stream appends/],
+    [{ version: '25.1' }, /KurrentDB 25\.1 .* is too old: Stoatish needs 25\.1\.1/],
   ] as const) {
     const double = await startKurrentDouble(options);
     t.teardown(() => double.stop());
@@ -90,11 +93,13 @@ t.test('servers too old are refused at open with one line', async (t) => {
     t.notOk(err?.message.includes('\n'), 'one line');
     t.equal(double.log.length, 0, 'nothing written to a refused server');
   }
-  const ok = await startKurrentDouble({ version: '25.1.0' });
-  t.teardown(() => ok.stop());
-  const store = await openKurrentEventStore(ok.url);
-  await store.close();
-  t.pass('25.1 is accepted');
+  for (const version of ['25.1.1', '25.2.0', '26.0.0']) {
+    const ok = await startKurrentDouble({ version });
+    t.teardown(() => ok.stop());
+    const store = await openKurrentEventStore(ok.url);
+    await store.close();
+    t.pass(`${version} is accepted`);
+  }
 });
 
 t.test('system events are skipped, filtered on the server', async (t) => {
@@ -257,17 +262,41 @@ t.test('NotLeader after a leader change: reconnect and retry once', async (t) =>
   t.equal(await store.streamRevision(a), 2, 'the store keeps working afterwards');
 });
 
-t.test('appendMany takes each stream position from the reply: no read per stream', async (t) => {
-  const { double, store } = await openOnDouble(t);
+t.test('appendMany: the reply has no per-stream position (as from a real server); each is read back from the leader', async (t) => {
+  // With a follower preference, reads that do not insist on the leader are answered like a follower that
+  // lacks the write just made.
+  const double = await startKurrentDouble({ laggingFollowerReads: true });
+  const store = await openKurrentEventStore(`${double.url}&nodePreference=follower`);
+  t.teardown(async () => {
+    await store.close();
+    await double.stop();
+  });
   const [a, b] = [stream(), stream()];
-  const reads = double.calls.read ?? 0;
+  await store.append(a, [ev()], 'no_stream');
+  const reads = double.calls['read:leader'] ?? 0;
   const r = await store.appendMany([
-    { stream: a, events: [ev(), ev()], expected: 'no_stream' },
+    { stream: a, events: [ev(), ev()], expected: 0 },
     { stream: b, events: [ev()], expected: 'no_stream' },
   ]);
-  t.equal(double.calls.read ?? 0, reads, 'no Read calls');
   const log = ours(double);
-  t.strictSame(r.map((x) => x.position), [log[1]!.position, log[2]!.position], "each stream's own last position");
+  t.strictSame(r.map((x) => x.position), [log[2]!.position, log[3]!.position], "each stream's own last position");
+  t.strictSame(r.map((x) => x.revision), [2, 0]);
+  t.equal((double.calls['read:leader'] ?? 0) - reads, 2, 'one read per stream, each requiring the leader');
+  t.equal((await store.readStream(b)).length, 0, 'a read that does not require the leader misses the write (the stand-in lags like a follower)');
+});
+
+t.test('a NotLeader that ends the shared BatchAppend call: one reconnection for every append in flight, each retried', async (t) => {
+  const { double, store } = await openOnDouble(t);
+  await store.append(stream(), [ev()], 'no_stream'); // the BatchAppend call is open
+  const clientsBefore = double.calls.getSupportedMethods ?? 0;
+  double.becomeFollower(1);
+  const names = Array.from({ length: 8 }, () => stream());
+  const results = await Promise.allSettled(names.map((n) => store.append(n, [ev()], 'no_stream')));
+  t.strictSame(results.map((r) => r.status), names.map(() => 'fulfilled'), 'every append in flight succeeded on its retry');
+  t.equal(double.calls.notLeader, 1, 'one NotLeader ended the call');
+  t.equal((store.stats() as { reconnects?: number }).reconnects, 1, 'one reconnection for all of them');
+  t.equal((double.calls.getSupportedMethods ?? 0) - clientsBefore, 1, 'one new client connected');
+  for (const n of names) t.equal((await store.readStream(n)).length, 1, `${n.slice(0, 16)}… written once`);
 });
 
 t.test('local validation: refused before anything is sent', async (t) => {

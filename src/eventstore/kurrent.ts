@@ -8,13 +8,18 @@
  * - `append` uses `appendToStream`, which real servers route through `Streams.BatchAppend`; its reply is
  *   checked for `success` (with `throwOnAppendFailure=false` in the URL a failed append is not thrown).
  * - `appendMany` uses the v2 multi-stream append (`AppendSession`, KurrentDB 25.1+), atomic across streams,
- *   called here directly rather than through `multiStreamAppend` because the client drops the per-stream
- *   positions of the reply (each result's position comes from the reply, not from a read per stream).
- *   There is no non-atomic fallback.
- * - The server version is probed at open: 25.1+ (multi-stream appends; caught-up signals need 23.10+).
- *   Older servers are refused with one line.
+ *   called here directly rather than through `multiStreamAppend` (the client does not recognise the v2
+ *   NotLeader). Its reply carries each stream's revision but no per-stream position (the server fills only
+ *   the stream and its revision), so each stream's position is read back: one read per stream, from the leader
+ *   (`requiresLeader`), because a follower (`nodePreference=follower` or `random`) may not have the event
+ *   just written yet. There is no non-atomic fallback.
+ * - The server version is probed at open: 25.1.1+ (multi-stream appends; 25.1.0 has two multi-stream append
+ *   bugs: streams it creates can read as missing, and revisions can be wrong at a chunk boundary; caught-up
+ *   signals need 23.10+). Older servers are refused with one line.
  * - A write refused with NotLeader (v1 trailers or v2 `NotLeaderNodeErrorDetails`) reconnects — to the
- *   leader the error names, or through discovery for a cluster URL — and is retried once.
+ *   leader the error names, or through discovery for a cluster URL — and is retried once. A NotLeader ends
+ *   the shared BatchAppend call, so every append in flight on it fails at once: the first reconnects, and
+ *   the others retry on the client it made (one new client per leader change, not one per append).
  * - Local validation (`validate.ts`) refuses what the server would, before anything is sent.
  * - Identity: the first open writes `$stoat.store-identity` to stream `stoat-store-identity` (a `$` type, so
  *   the `$all` reads below never deliver it); every later open reads it back.
@@ -86,8 +91,8 @@ interface ClientInternals {
 export const IDENTITY_STREAM = 'stoat-store-identity';
 const IDENTITY_TYPE = '$stoat.store-identity';
 
-/** The oldest server this adapter accepts. */
-export const MIN_VERSION: readonly [number, number] = [25, 1];
+/** The oldest server this adapter accepts (major, minor, patch). */
+export const MIN_VERSION: readonly [number, number, number] = [25, 1, 1];
 
 /** The client's event as read back (a stream read, `$all` read or subscription item). */
 type ClientResolved = Pick<ResolvedEvent, 'event' | 'commitPosition'>;
@@ -210,12 +215,15 @@ export class KurrentEventStore implements EventStore {
   /** Checks the server version (one clear line when too old) and reads or creates the store's identity. */
   async init(): Promise<void> {
     const version = (await (this.#client as unknown as ClientInternals).capabilities).serverVersion;
-    const [major, minor] = version.split('.').map(Number);
-    if (major === undefined || minor === undefined || Number.isNaN(major) || Number.isNaN(minor)) {
+    const m = /^(\d+)\.(\d+)(?:\.(\d+))?/.exec(version ?? '');
+    if (!m) {
       throw new Error(`KurrentDB at ${redact(this.#url)} does not report its version (older than 21.10): Stoatish needs KurrentDB ${MIN_VERSION.join('.')} or later`);
     }
-    if (major < MIN_VERSION[0] || (major === MIN_VERSION[0] && minor < MIN_VERSION[1])) {
-      throw new Error(`KurrentDB ${version} at ${redact(this.#url)} is too old: Stoatish needs ${MIN_VERSION.join('.')} or later (multi-stream appends need 25.1, subscription caught-up signals 23.10)`);
+    const have = [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)];
+    const at = have.findIndex((v, i) => v !== MIN_VERSION[i]);
+    if (at !== -1 && have[at]! < MIN_VERSION[at]!) {
+      const why = have[0] === 25 && have[1] === 1 ? "25.1.0's multi-stream appends can leave new streams reading as missing and miscount revisions at a chunk boundary" : 'multi-stream appends need 25.1.1, subscription caught-up signals 23.10';
+      throw new Error(`KurrentDB ${version} at ${redact(this.#url)} is too old: Stoatish needs ${MIN_VERSION.join('.')} or later (${why})`);
     }
     this.#identity = await this.#readIdentity();
   }
@@ -236,7 +244,7 @@ export class KurrentEventStore implements EventStore {
     if (found) return found;
     const identity = `kurrentdb:${randomUUID()}`;
     try {
-      const r = await this.#onLeader(() => this.#client.appendToStream(IDENTITY_STREAM, jsonEvent({ type: IDENTITY_TYPE, data: { identity } }), { streamState: 'no_stream' }));
+      const r = await this.#onLeader((c) => c.appendToStream(IDENTITY_STREAM, jsonEvent({ type: IDENTITY_TYPE, data: { identity } }), { streamState: 'no_stream' }));
       if (r.success) return identity;
     } catch (err) {
       if (!isClientError(err, ErrorType.WRONG_EXPECTED_VERSION)) throw err;
@@ -260,7 +268,7 @@ export class KurrentEventStore implements EventStore {
       validateEvents(stream, events);
       if (events.length === 0) return this.#appendNothing(stream, expected);
       try {
-        const r = await this.#onLeader(() => this.#client.appendToStream(stream, events.map(toEventData), { streamState: toStreamState(expected) }));
+        const r = await this.#onLeader((c) => c.appendToStream(stream, events.map(toEventData), { streamState: toStreamState(expected) }));
         if (!r.success) {
           // throwOnAppendFailure=false: the failure comes back as a value (and its revision is not reliable).
           throw new WrongExpectedRevisionError(stream, expected, await this.streamRevision(stream));
@@ -286,7 +294,7 @@ export class KurrentEventStore implements EventStore {
       validateWrites(writes);
       let result: Map<string, { revision: number; position: bigint | undefined }>;
       try {
-        result = await this.#onLeader(() => this.#appendSession(writes));
+        result = await this.#onLeader((c) => this.#appendSession(c, writes));
       } catch (err) {
         if (isClientError(err, ErrorType.WRONG_EXPECTED_VERSION)) {
           const e = err as WrongExpectedVersionError;
@@ -300,6 +308,7 @@ export class KurrentEventStore implements EventStore {
         writes.map(async (w): Promise<AppendResult> => {
           const r = result.get(w.stream);
           if (!r) throw new Error(`KurrentDB's multi-stream append reply has no result for ${w.stream}`);
+          // Real servers leave the per-stream position out of the reply: read it back (from the leader).
           const position = r.position ?? (await this.#positionAt(w.stream, r.revision));
           if (position === undefined) throw new Error(`KurrentDB did not report the position of the append to ${w.stream}`);
           return { revision: r.revision, position };
@@ -308,9 +317,9 @@ export class KurrentEventStore implements EventStore {
     });
   }
 
-  /** One v2 AppendSession call; the reply's per-stream revisions and positions, by stream. */
-  #appendSession(writes: StreamWrite[]): Promise<Map<string, { revision: number; position: bigint | undefined }>> {
-    const client = this.#client as unknown as ClientInternals;
+  /** One v2 AppendSession call; the reply's per-stream revisions (and positions, if a server ever sends them), by stream. */
+  #appendSession(on: KurrentDBClient, writes: StreamWrite[]): Promise<Map<string, { revision: number; position: bigint | undefined }>> {
+    const client = on as unknown as ClientInternals;
     return client.execute(v2Grpc.StreamsServiceClient as never, 'multiStreamAppend', (c: V2Grpc.StreamsServiceClient) => {
       return new Promise((resolve, reject) => {
         const sink = c.appendSession(...client.callArguments({ requiresLeader: true }), (error, response) => {
@@ -341,16 +350,23 @@ export class KurrentEventStore implements EventStore {
     });
   }
 
-  /** Runs a write; on NotLeader, reconnects (to the named leader, or by discovery) and runs it once more. */
-  async #onLeader<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs a write on the current client; on NotLeader, runs it once more on a client connected to the leader.
+   * Only the first write to fail on a client reconnects (to the named leader, or by discovery): the others that
+   * were in flight on it (a NotLeader ends the shared BatchAppend call for all of them) retry on that new client.
+   */
+  async #onLeader<T>(fn: (client: KurrentDBClient) => Promise<T>): Promise<T> {
+    const used = this.#client;
     try {
-      return await fn();
+      return await fn(used);
     } catch (err) {
       const leader = notLeader(err);
       if (!leader) throw err;
-      this.#stats.reconnects = (this.#stats.reconnects ?? 0) + 1;
-      this.#reconnect(leader);
-      return fn();
+      if (this.#client === used) {
+        this.#stats.reconnects = (this.#stats.reconnects ?? 0) + 1;
+        this.#reconnect(leader);
+      }
+      return fn(this.#client);
     }
   }
 
@@ -548,12 +564,16 @@ export class KurrentEventStore implements EventStore {
   /** Position of the event at an exact revision (revisions never move, so this does not race). */
   async #positionAt(stream: string, revision: number): Promise<bigint | undefined> {
     if (revision < 0) return undefined;
-    try {
-      for await (const r of this.#client.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1 })) return positionOf(r);
-    } catch (err) {
-      if (!isClientError(err, ErrorType.STREAM_NOT_FOUND)) throw err;
-    }
-    return undefined;
+    // From the leader (a follower may not have the event just written yet; one that knows it is not the
+    // leader answers NotLeader, and the read moves to the leader like a write).
+    return this.#onLeader(async (c) => {
+      try {
+        for await (const r of c.readStream(stream, { fromRevision: BigInt(revision), maxCount: 1, requiresLeader: true })) return positionOf(r);
+      } catch (err) {
+        if (!isClientError(err, ErrorType.STREAM_NOT_FOUND)) throw err;
+      }
+      return undefined;
+    });
   }
 
   #track<T>(fn: () => Promise<T>): Promise<T> {

@@ -372,7 +372,8 @@ export class PostgresEventStore implements EventStore {
       await client.query('COMMIT');
       this.#stats.commits++;
     } catch (err) {
-      broken = err;
+      // A query after the session was lost fails with a generic message: report why it was lost (its SQLSTATE).
+      broken = lost ?? err;
       await client.query('ROLLBACK').catch(() => undefined);
     } finally {
       client.off('error', onError);

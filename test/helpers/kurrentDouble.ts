@@ -11,11 +11,16 @@
  *   overlap is a WrongExpectedVersion;
  * - NotLeader: `becomeFollower(n)` makes the next n writes answer like a follower (v1: NOT_FOUND with the
  *   `exception: not-leader` and leader endpoint trailers; v2: FAILED_PRECONDITION with
- *   `NotLeaderNodeErrorDetails`), naming this double as the leader;
+ *   `NotLeaderNodeErrorDetails`), naming this double as the leader. On BatchAppend the NotLeader ends the whole
+ *   shared call, as a node losing leadership does: every append in flight on it fails, none is written;
+ * - `laggingFollowerReads`: reads that do not require the leader (no `requires-leader: true` header) are
+ *   answered like a follower that has not replicated the latest write yet: they do not see its events;
  * - `Streams.Read`: stream and `$all`, forwards and backwards, count, StreamNotFound, `$all` filters
  *   (stream-name or event-type prefix/regex), and subscriptions (confirmation, catch-up, caught-up, live);
  * - v2 `StreamsService.AppendSession` (multi-stream append: all expected revisions hold and everything is
- *   written, or nothing is and a `StreamRevisionConflictErrorDetails` status comes back).
+ *   written, or nothing is and a `StreamRevisionConflictErrorDetails` status comes back). Its reply is the
+ *   server's: each stream's name and revision, no per-stream position, and the commit position of the whole
+ *   write (KurrentDB's `MapToResult` fills only `Stream` and `StreamRevision` per output).
  * Positions grow like byte offsets (not contiguous); commit position = prepare position for every event.
  * The stubs come from the client package itself: they register in google-protobuf's global namespace.
  */
@@ -72,8 +77,10 @@ export interface DoubleEvent {
 export interface KurrentDoubleOptions {
   /** Answer ServerFeatures with UNIMPLEMENTED, like a server older than 21.10. */
   legacy?: boolean;
-  /** The version ServerFeatures reports (default 25.1.0). Before 25.1 AppendSession is not advertised. */
+  /** The version ServerFeatures reports (default 25.1.1). Before 25.1 AppendSession is not advertised. */
   version?: string;
+  /** Reads without `requires-leader` miss the latest write's events, like a lagging follower's. */
+  laggingFollowerReads?: boolean;
   /** Leave BatchAppend out of ServerFeatures (the client then uses Streams.Append). */
   noBatchAppend?: boolean;
 }
@@ -86,7 +93,8 @@ export interface KurrentDouble {
   /** The global log, in position order (for assertions). */
   readonly log: readonly DoubleEvent[];
   /** RPCs served, by name (`append`, `appendSession`, `read`, `getSupportedMethods`; `read:filtered` and
-   * `subscribe:filtered` for `$all` reads and subscriptions that carried a server-side filter). */
+   * `subscribe:filtered` for `$all` reads and subscriptions that carried a server-side filter; `read:leader`
+   * for reads that required the leader). */
   readonly calls: Record<string, number>;
   /** The next `n` writes (Append, BatchAppend, AppendSession) answer NotLeader, naming this node as leader. */
   becomeFollower(n: number): void;
@@ -114,6 +122,8 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
   };
   let boundPort = 0;
   let nextPosition = 4096n; // like a chunk header in front of the first record
+  /** Position of the first event of the latest write (what a lagging follower has not replicated yet). */
+  let latestWriteFrom: bigint | undefined;
 
   const ticks = () => (BigInt(Date.now()) * 10_000n + 621_355_968_000_000_000n).toString();
   const current = (stream: string) => (streams.get(stream)?.length ?? 0) - 1; // -1: no stream
@@ -159,11 +169,14 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
     return true;
   };
 
+  /** Set while one write (an AppendSession) spans several streams. */
+  let writing = false;
   /** Writes one stream's events; the caller has checked the expected revision. */
   const write = (stream: string, proposed: Proposed[]): DoubleEvent[] => {
     const s = streams.get(stream) ?? [];
     streams.set(stream, s);
     const created = ticks();
+    if (!writing) latestWriteFrom = nextPosition;
     return proposed.map((p) => {
       const e: DoubleEvent = { ...p, stream, revision: s.length, position: nextPosition, created };
       // A record takes its header plus its payload: positions are byte offsets, not counters.
@@ -295,6 +308,11 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
       if (o?.hasFilter()) count(o.hasSubscription() ? 'subscribe:filtered' : 'read:filtered');
       if (!o) return void call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: 'read without options' });
       const structured = o.getUuidOption()?.hasStructured() ?? false;
+      const leaderRead = call.metadata.get('requires-leader')[0] === 'true';
+      if (leaderRead) count('read:leader');
+      // A lagging follower has not replicated the latest write: a read that does not require the leader misses it.
+      const cut = options.laggingFollowerReads && !leaderRead && !o.hasSubscription() ? latestWriteFrom : undefined;
+      const replicated = (l: DoubleEvent[]) => (cut === undefined ? l : l.filter((e) => e.position < cut));
       const backwards = o.getReadDirection() === pb.ReadReq.Options.ReadDirection.BACKWARDS;
       const subscription = o.hasSubscription();
       const all = o.getStreamOptionCase() === pb.ReadReq.Options.StreamOptionCase.ALL;
@@ -306,7 +324,7 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
       let name = '$all';
       let from: number; // backwards reads go down from it
       if (all) {
-        src = log;
+        src = replicated(log);
         const a = o.getAll();
         const pos = a?.getPosition();
         if (pos) {
@@ -323,8 +341,9 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
       } else {
         const so = o.getStream();
         name = streamName(so?.getStreamIdentifier());
-        const s = streams.get(name);
-        if (!s && !subscription) {
+        const stored = streams.get(name);
+        const s = stored && !subscription ? replicated(stored) : stored;
+        if ((!s || s.length === 0) && !subscription) {
           const nf = new pb.ReadResp.StreamNotFound().setStreamIdentifier(so?.getStreamIdentifier());
           call.write(new pb.ReadResp().setStreamNotFound(nf));
           return call.end();
@@ -384,7 +403,10 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
       // One duplex stream carries many appends, each a run of requests sharing a correlation id; the
       // first carries the options, the last `is_final`.
       const open = new Map<string, { options: StreamsPb.BatchAppendReq.Options | undefined; proposed: Proposed[]; correlation: SharedPb.UUID | undefined }>();
+      let ending = false;
       call.on('data', (req: StreamsPb.BatchAppendReq) => {
+        // This node is no longer the leader: whatever else arrives on the call is not written.
+        if (ending) return;
         const key = uuidString(req.getCorrelationId());
         const entry = open.get(key) ?? { options: undefined, proposed: [], correlation: req.getCorrelationId() };
         open.set(key, entry);
@@ -416,8 +438,11 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
         if (!o) return fail(3, 'the first request of an append must carry its options');
         resp.setStreamIdentifier(o.getStreamIdentifier());
         if (asFollower()) {
-          // A follower answers the whole call like the v1 Append does: NOT_FOUND with the leader trailers.
-          return void call.emit('error', { code: grpc.status.NOT_FOUND, details: 'Leader info available', metadata: notLeaderTrailers() });
+          // A follower ends the whole call like the v1 Append answers: NOT_FOUND with the leader trailers. The
+          // appends still in flight on the call (their requests arrive in the meantime) fail with it.
+          ending = true;
+          setTimeout(() => call.emit('error', { code: grpc.status.NOT_FOUND, details: 'Leader info available', metadata: notLeaderTrailers() }), 20);
+          return;
         }
         const stream = streamName(o.getStreamIdentifier());
         const C = pb.BatchAppendReq.Options.ExpectedStreamPositionCase;
@@ -500,6 +525,8 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
         }
         const added: DoubleEvent[] = [];
         const resp = new v2.AppendSessionResponse();
+        latestWriteFrom = nextPosition;
+        writing = true;
         for (const req of requests) {
           const stream = req.getStream();
           const proposed = req.getRecordsList().map((r): Proposed => {
@@ -517,11 +544,10 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
           });
           const events = write(stream, proposed);
           added.push(...events);
-          const out = new v2.AppendResponse().setStream(stream).setStreamRevision(String(current(stream)));
-          const last = events[events.length - 1];
-          if (last) out.setPosition(String(last.position));
-          resp.addOutput(out);
+          // Like the server: the stream and its revision only (no per-stream position).
+          resp.addOutput(new v2.AppendResponse().setStream(stream).setStreamRevision(String(current(stream))));
         }
+        writing = false;
         resp.setPosition(String(added[added.length - 1]?.position ?? -1n));
         cb(null, resp);
         publish(added);
@@ -536,7 +562,7 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
     getSupportedMethods(_call: unknown, cb: grpc.sendUnaryData<FeaturesPb.SupportedMethods>) {
       count('getSupportedMethods');
       const method = (service: string, name: string) => new featuresPb.SupportedMethod().setServiceName(service).setMethodName(name);
-      const version = options.version ?? '25.1.0';
+      const version = options.version ?? '25.1.1';
       const [major = 0, minor = 0] = version.split('.').map(Number);
       const methods = [method('event_store.client.streams.Streams', 'Read'), method('event_store.client.streams.Streams', 'Append')];
       if (!options.noBatchAppend) methods.push(method('event_store.client.streams.Streams', 'BatchAppend'));
