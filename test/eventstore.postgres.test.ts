@@ -3,8 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import t from 'tap';
-import { appendLockKey, MIGRATIONS, openPostgresEventStore, type PostgresEventStore } from '../src/eventstore/postgres.ts';
+import { appendLockKey, DEFAULT_TIMEOUTS, MIGRATIONS, openPostgresEventStore, type PostgresEventStore } from '../src/eventstore/postgres.ts';
 import { isStorageUnavailable } from '../src/http/middleware/errors.ts';
+import { loadConfig } from '../src/config.ts';
+import { openEventStore } from '../src/eventstore/open.ts';
 import { WrongExpectedRevisionError, type NewEvent, type RecordedEvent } from '../src/eventstore/port.ts';
 import { InvalidAppendError } from '../src/eventstore/validate.ts';
 import { eventStoreContract } from './eventstore.contract.ts';
@@ -291,7 +293,10 @@ t.test('time limits: a writer stuck inside its transaction holding the lock stop
       await stuck;
     },
   });
-  const other = await openPostgresEventStore(url, { timeouts });
+  // The other writer takes its limits from the configuration, as the service does.
+  const other = (await openEventStore(
+    loadConfig({ EVENTSTORE_URL: url, PG_LOCK_TIMEOUT_MS: '300', PG_STATEMENT_TIMEOUT_MS: '5000', PG_IDLE_TX_TIMEOUT_MS: '1000' }),
+  )) as PostgresEventStore;
   t.teardown(async () => {
     release();
     await frozen.close();
@@ -327,4 +332,18 @@ t.test('time limits: a writer stuck inside its transaction holding the lock stop
   t.notOk(heads.some((e) => e.stream === 'f-1'), 'and nothing of it was written');
   await frozen.append('f-1', [ev(3)], 'no_stream');
   t.pass('the resumed writer appends again');
+});
+
+t.test('PG_LOCK_TIMEOUT_MS, PG_STATEMENT_TIMEOUT_MS, PG_IDLE_TX_TIMEOUT_MS: defaults and bounds', async (t) => {
+  t.strictSame(loadConfig({}).pgTimeouts, DEFAULT_TIMEOUTS, 'the defaults are the store\'s');
+  t.strictSame(loadConfig({ PG_LOCK_TIMEOUT_MS: '100', PG_STATEMENT_TIMEOUT_MS: '100', PG_IDLE_TX_TIMEOUT_MS: '100' }).pgTimeouts, {
+    lockMs: 100,
+    statementMs: 100,
+    idleInTransactionMs: 100,
+  });
+  t.throws(() => loadConfig({ PG_LOCK_TIMEOUT_MS: '99' }), /PG_LOCK_TIMEOUT_MS/, 'below 100 ms is refused');
+  t.throws(() => loadConfig({ PG_IDLE_TX_TIMEOUT_MS: '0' }), /PG_IDLE_TX_TIMEOUT_MS/, 'no limit is not an option');
+  t.throws(() => loadConfig({ PG_STATEMENT_TIMEOUT_MS: '600001' }), /PG_STATEMENT_TIMEOUT_MS/, 'above 10 minutes is refused');
+  t.ok(loadConfig({ PG_LOCK_TIMEOUT_MS: '15000' }), 'a lock limit equal to the statement limit is accepted');
+  t.throws(() => loadConfig({ PG_LOCK_TIMEOUT_MS: '15001' }), /PG_LOCK_TIMEOUT_MS.*PG_STATEMENT_TIMEOUT_MS/, 'a lock limit above the statement limit is refused');
 });
