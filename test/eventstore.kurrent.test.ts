@@ -299,6 +299,24 @@ t.test('a NotLeader that ends the shared BatchAppend call: one reconnection for 
   for (const n of names) t.equal((await store.readStream(n)).length, 1, `${n.slice(0, 16)}… written once`);
 });
 
+t.test('a payload JSON cannot hold is refused before anything is sent, and the other appends go on', async (t) => {
+  const { double, store } = await openOnDouble(t);
+  const cycle: Record<string, unknown> = {};
+  cycle.self = cycle;
+  const [a, b, c] = [stream(), stream(), stream()];
+  const r = await Promise.allSettled([
+    store.append(a, [ev()], 'no_stream'),
+    store.append(b, [{ ...ev(), data: { n: 1n } }], 'no_stream'),
+    store.appendMany([
+      { stream: b, events: [ev()], expected: 'no_stream' },
+      { stream: c, events: [{ ...ev(), data: cycle }], expected: 'no_stream' },
+    ]),
+  ]);
+  t.same(r.map((x) => x.status), ['fulfilled', 'rejected', 'rejected']);
+  t.ok(r.slice(1).every((x) => x.status === 'rejected' && x.reason instanceof InvalidAppendError), 'both refused as invalid appends');
+  t.strictSame(ours(double).map((e) => e.stream), [a], 'only the good append was written');
+});
+
 t.test('local validation: refused before anything is sent', async (t) => {
   const { double, store } = await openOnDouble(t);
   const calls = (double.calls.appendSession ?? 0) + (double.calls.batchAppend ?? 0);

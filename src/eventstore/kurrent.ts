@@ -20,7 +20,8 @@
  *   leader the error names, or through discovery for a cluster URL — and is retried once. A NotLeader ends
  *   the shared BatchAppend call, so every append in flight on it fails at once: the first reconnects, and
  *   the others retry on the client it made (one new client per leader change, not one per append).
- * - Local validation (`validate.ts`) refuses what the server would, before anything is sent.
+ * - Local validation (`validate.ts`) refuses what the server would, before anything is sent, and a payload
+ *   JSON cannot hold (a BigInt, a cycle), as the other engines do.
  * - Identity: the first open writes `$stoat.store-identity` to stream `stoat-store-identity` (a `$` type, so
  *   the `$all` reads below never deliver it); every later open reads it back.
  * - `readAll`, `headPosition` and `subscribe` read `$all`, which needs a user with admin rights (or an
@@ -62,7 +63,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from './port.ts';
-import { validateEvents, validateWrites } from './validate.ts';
+import { encodeWrites, validateEvents, validateWrites } from './validate.ts';
 import type * as V2Pb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/streams/streams_pb.js';
 import type * as V2Grpc from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/streams/streams_grpc_pb.js';
 import type * as V2ErrorsPb from '@kurrent/kurrentdb-client/generated/kurrentdb/protocols/v2/errors_pb.js';
@@ -266,6 +267,9 @@ export class KurrentEventStore implements EventStore {
     return this.#track(async () => {
       this.#stats.appends++;
       validateEvents(stream, events);
+      // A payload JSON cannot hold is refused here, as on the other engines (inside the client it would throw
+      // where nothing catches it, and the append would never settle).
+      encodeWrites([{ stream, events, expected }]);
       if (events.length === 0) return this.#appendNothing(stream, expected);
       try {
         const r = await this.#onLeader((c) => c.appendToStream(stream, events.map(toEventData), { streamState: toStreamState(expected) }));
@@ -292,6 +296,7 @@ export class KurrentEventStore implements EventStore {
     return this.#track(async () => {
       this.#stats.appends++;
       validateWrites(writes);
+      encodeWrites(writes);
       let result: Map<string, { revision: number; position: bigint | undefined }>;
       try {
         result = await this.#onLeader((c) => this.#appendSession(c, writes));
