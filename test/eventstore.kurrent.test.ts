@@ -288,6 +288,11 @@ t.test('appendMany: the reply has no per-stream position (as from a real server)
 t.test('a NotLeader that ends the shared BatchAppend call: one reconnection for every append in flight, each retried', async (t) => {
   const { double, store } = await openOnDouble(t);
   await store.append(stream(), [ev()], 'no_stream'); // the BatchAppend call is open
+  // A subscription on the first client keeps it in use after the reconnection.
+  const seen: RecordedEvent[] = [];
+  const sub = store.subscribe({ onEvents: (e) => void seen.push(...e) });
+  t.teardown(() => sub.close());
+  await until('the subscription delivers', () => seen.length === 1, 10_000, 5);
   const clientsBefore = double.calls.getSupportedMethods ?? 0;
   double.becomeFollower(1);
   const names = Array.from({ length: 8 }, () => stream());
@@ -297,6 +302,14 @@ t.test('a NotLeader that ends the shared BatchAppend call: one reconnection for 
   t.equal((store.stats() as { reconnects?: number }).reconnects, 1, 'one reconnection for all of them');
   t.equal((double.calls.getSupportedMethods ?? 0) - clientsBefore, 1, 'one new client connected');
   for (const n of names) t.equal((await store.readStream(n)).length, 1, `${n.slice(0, 16)}… written once`);
+  const clients = () => (store.stats() as { clients?: number }).clients;
+  t.equal(clients(), 2, 'the first client stays open while its subscription runs');
+  await until('the subscription sees the retried appends', () => seen.length === 1 + names.length, 10_000, 5);
+  await sub.close();
+  await until('the first client disposed once its subscription ended', () => clients() === 1, 10_000, 5);
+  t.equal(clients(), 1, 'one client left');
+  await store.append(names[0]!, [ev()], 0);
+  t.equal(await store.streamRevision(names[0]!), 1, 'the store works on');
 });
 
 t.test('a payload JSON cannot hold is refused before anything is sent, and the other appends go on', async (t) => {

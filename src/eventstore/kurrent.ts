@@ -200,7 +200,10 @@ function readPosition(after: bigint | undefined): ReadPosition {
 export class KurrentEventStore implements EventStore {
   #client: KurrentDBClient;
   readonly #url: string;
+  /** Clients replaced after a NotLeader; each is disposed once its last user is done (`#hold`). */
   readonly #retired = new Set<KurrentDBClient>();
+  /** Calls and subscriptions under way, by client. */
+  readonly #users = new Map<KurrentDBClient, number>();
   readonly #stats: StoreStats & { reconnects?: number } = { appends: 0, commits: 0 };
   readonly #pending = new Set<Promise<unknown>>();
   readonly #subscriptions = new Set<Subscription>();
@@ -232,10 +235,13 @@ export class KurrentEventStore implements EventStore {
   async #readIdentity(): Promise<string> {
     const read = async (): Promise<string | undefined> => {
       try {
-        for await (const r of this.#client.readStream(IDENTITY_STREAM, { fromRevision: START, maxCount: 1 })) {
-          const id = (r.event?.data as { identity?: unknown } | undefined)?.identity;
-          if (typeof id === 'string') return id;
-        }
+        return await this.#using(async (c) => {
+          for await (const r of c.readStream(IDENTITY_STREAM, { fromRevision: START, maxCount: 1 })) {
+            const id = (r.event?.data as { identity?: unknown } | undefined)?.identity;
+            if (typeof id === 'string') return id;
+          }
+          return undefined;
+        });
       } catch (err) {
         if (!isClientError(err, ErrorType.STREAM_NOT_FOUND)) throw err;
       }
@@ -362,23 +368,60 @@ export class KurrentEventStore implements EventStore {
    */
   async #onLeader<T>(fn: (client: KurrentDBClient) => Promise<T>): Promise<T> {
     const used = this.#client;
+    let failure: unknown;
     try {
-      return await fn(used);
+      return await this.#using(fn, used);
     } catch (err) {
-      const leader = notLeader(err);
-      if (!leader) throw err;
-      if (this.#client === used) {
-        this.#stats.reconnects = (this.#stats.reconnects ?? 0) + 1;
-        this.#reconnect(leader);
-      }
-      return fn(this.#client);
+      failure = err;
+    }
+    const leader = notLeader(failure);
+    if (!leader) throw failure;
+    if (this.#client === used) {
+      this.#stats.reconnects = (this.#stats.reconnects ?? 0) + 1;
+      this.#reconnect(leader);
+    }
+    return this.#using(fn, this.#client);
+  }
+
+  /** A new client; the old one is disposed once the calls and subscriptions still on it are done. */
+  #reconnect(leader: { host: string; port: number } | true): void {
+    const old = this.#client;
+    this.#retired.add(old);
+    this.#client = KurrentDBClient.connectionString(leader === true ? this.#url : toLeaderUrl(this.#url, leader));
+    this.#disposeIfIdle(old);
+  }
+
+  /** Runs `fn` on a client (the current one by default), counted as one of its users. */
+  async #using<T>(fn: (client: KurrentDBClient) => Promise<T>, on: KurrentDBClient = this.#client): Promise<T> {
+    const release = this.#hold(on);
+    try {
+      return await fn(on);
+    } finally {
+      release();
     }
   }
 
-  /** A new client; the old one is kept (its subscriptions run on) until close. */
-  #reconnect(leader: { host: string; port: number } | true): void {
-    this.#retired.add(this.#client);
-    this.#client = KurrentDBClient.connectionString(leader === true ? this.#url : toLeaderUrl(this.#url, leader));
+  /** Counts a user of a client; the returned function ends it (once). */
+  #hold(client: KurrentDBClient): () => void {
+    this.#users.set(client, (this.#users.get(client) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const n = (this.#users.get(client) ?? 1) - 1;
+      if (n > 0) this.#users.set(client, n);
+      else {
+        this.#users.delete(client);
+        this.#disposeIfIdle(client);
+      }
+    };
+  }
+
+  /** Disposes a retired client nothing uses any more. */
+  #disposeIfIdle(client: KurrentDBClient): void {
+    if (!this.#retired.has(client) || this.#users.has(client)) return;
+    this.#retired.delete(client);
+    void client.dispose().catch(() => undefined);
   }
 
   /** Reads a stream; a missing stream reads as empty. */
@@ -387,14 +430,16 @@ export class KurrentEventStore implements EventStore {
     const out: RecordedEvent[] = [];
     if (options.maxCount !== undefined && options.maxCount <= 0) return out;
     try {
-      for await (const r of this.#client.readStream(stream, {
-        direction: direction === 'backwards' ? BACKWARDS : FORWARDS,
-        fromRevision: options.fromRevision !== undefined ? BigInt(options.fromRevision) : direction === 'backwards' ? END : START,
-        ...(options.maxCount !== undefined ? { maxCount: options.maxCount } : {}),
-      })) {
-        const e = toRecorded(r);
-        if (e) out.push(e);
-      }
+      await this.#using(async (c) => {
+        for await (const r of c.readStream(stream, {
+          direction: direction === 'backwards' ? BACKWARDS : FORWARDS,
+          fromRevision: options.fromRevision !== undefined ? BigInt(options.fromRevision) : direction === 'backwards' ? END : START,
+          ...(options.maxCount !== undefined ? { maxCount: options.maxCount } : {}),
+        })) {
+          const e = toRecorded(r);
+          if (e) out.push(e);
+        }
+      });
     } catch (err) {
       if (isClientError(err, ErrorType.STREAM_NOT_FOUND)) return [];
       throw err;
@@ -405,9 +450,13 @@ export class KurrentEventStore implements EventStore {
   /** Current revision of a stream, -1 when it does not exist. */
   async streamRevision(stream: string): Promise<number> {
     try {
-      for await (const r of this.#client.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
-        if (r.event) return Number(r.event.revision);
-      }
+      const found = await this.#using(async (c) => {
+        for await (const r of c.readStream(stream, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })) {
+          if (r.event) return Number(r.event.revision);
+        }
+        return undefined;
+      });
+      if (found !== undefined) return found;
     } catch (err) {
       if (!isClientError(err, ErrorType.STREAM_NOT_FOUND)) throw err;
     }
@@ -421,27 +470,38 @@ export class KurrentEventStore implements EventStore {
     if (remaining <= 0) return;
     // A read from a position includes the event there; the checkpoint is exclusive, so ask for one more.
     const maxCount = after === undefined || remaining === Number.MAX_SAFE_INTEGER ? remaining : remaining + 1;
-    for await (const r of this.#client.readAll({ fromPosition: readPosition(after), direction: FORWARDS, maxCount, filter: excludeSystemEvents() })) {
-      const e = toRecorded(r);
-      if (!e || (after !== undefined && e.position <= after)) continue;
-      yield e;
-      if (--remaining <= 0) return;
+    const client = this.#client;
+    const release = this.#hold(client);
+    try {
+      for await (const r of client.readAll({ fromPosition: readPosition(after), direction: FORWARDS, maxCount, filter: excludeSystemEvents() })) {
+        const e = toRecorded(r);
+        if (!e || (after !== undefined && e.position <= after)) continue;
+        yield e;
+        if (--remaining <= 0) return;
+      }
+    } finally {
+      release();
     }
   }
 
   /** Position of the last non-system event in `$all`, or undefined when there is none. */
   async headPosition(): Promise<bigint | undefined> {
-    for await (const r of this.#client.readAll({ fromPosition: END, direction: BACKWARDS, maxCount: 1, filter: excludeSystemEvents() })) {
-      const e = toRecorded(r);
-      if (e) return e.position;
-    }
-    return undefined;
+    return this.#using(async (c) => {
+      for await (const r of c.readAll({ fromPosition: END, direction: BACKWARDS, maxCount: 1, filter: excludeSystemEvents() })) {
+        const e = toRecorded(r);
+        if (e) return e.position;
+      }
+      return undefined;
+    });
   }
 
   /** Subscribes to `$all` after a checkpoint, delivering batches with back pressure. */
   subscribe(options: SubscribeOptions): Subscription {
     const batchSize = Math.max(1, options.batchSize ?? 500);
-    const source = this.#client.subscribeToAll({ fromPosition: readPosition(options.after), filter: excludeSystemEvents() });
+    const client = this.#client;
+    const source = client.subscribeToAll({ fromPosition: readPosition(options.after), filter: excludeSystemEvents() });
+    // The subscription keeps its client in use (after a reconnection too) until it ends.
+    const release = this.#hold(client);
     let stopped = false;
     let readCount = 0; // items taken from the source
     let doneCount = 0; // items whose batch has been handled
@@ -540,13 +600,16 @@ export class KurrentEventStore implements EventStore {
       },
     };
     this.#subscriptions.add(subscription);
-    void running.finally(() => this.#subscriptions.delete(subscription));
+    void running.finally(() => {
+      this.#subscriptions.delete(subscription);
+      release();
+    });
     return subscription;
   }
 
-  /** Counters: appends requested, and appends the server committed. */
+  /** Counters: appends requested, appends the server committed, reconnections, and clients open (the current one and retired ones still in use). */
   stats(): StoreStats {
-    return { ...this.#stats };
+    return { ...this.#stats, clients: 1 + this.#retired.size } as StoreStats;
   }
 
   /** Waits for pending appends, stops subscriptions and disposes the client. */
