@@ -19,7 +19,8 @@
  * - A write refused with NotLeader (v1 trailers or v2 `NotLeaderNodeErrorDetails`) reconnects — to the
  *   leader the error names, or through discovery for a cluster URL — and is retried once. A NotLeader ends
  *   the shared BatchAppend call, so every append in flight on it fails at once: the first reconnects, and
- *   the others retry on the client it made (one new client per leader change, not one per append).
+ *   the others retry on the client it made (one new client per leader change, not one per append); the old
+ *   client is disposed once no call or subscription runs on it any more.
  * - Local validation (`validate.ts`) refuses what the server would, before anything is sent, and a payload
  *   JSON cannot hold (a BigInt, a cycle), as the other engines do.
  * - Identity: the first open writes `$stoat.store-identity` to stream `stoat-store-identity` (a `$` type, so
