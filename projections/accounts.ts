@@ -1,5 +1,5 @@
 /** Accounts, sessions and user profiles: `account:<id>`, `account:email:<digest>`, `session:<hash>`, `user:<id>`. */
-import { evolveAccount, type AccountState } from '../src/domain/account/state.ts';
+import { evolveAccount, userObject, type AccountState } from '../src/domain/account/state.ts';
 import { emailDigest } from '../src/domain/account/secrets.ts';
 import { rm } from '../src/readmodel/keys.ts';
 import type { Projection, ProjectionTx } from './types.ts';
@@ -149,7 +149,7 @@ export const accountsProjection: Projection = {
         }
         if (after.user) {
           tx.setJson(rm.user(userId), after.user);
-          tx.emit({ kind: 'userPresence', userId }, { type: 'UserUpdate', id: userId, data: after.user, clear: e.type === 'UserEdited' ? e.data.remove : [] });
+          tx.emit({ kind: 'userPresence', userId }, { type: 'UserUpdate', id: userId, data: userObject(after.user), clear: e.type === 'UserEdited' ? e.data.remove : [] });
         }
         break;
       default:
