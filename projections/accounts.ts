@@ -1,13 +1,26 @@
 /** Accounts, sessions and user profiles: `account:<id>`, `account:email:<digest>`, `session:<hash>`, `user:<id>`. */
-import { evolveAccount, type AccountState } from '../src/domain/account/state.ts';
+import { evolveAccount, userObject, type AccountState } from '../src/domain/account/state.ts';
 import { emailDigest } from '../src/domain/account/secrets.ts';
 import { rm } from '../src/readmodel/keys.ts';
-import type { Projection } from './types.ts';
+import type { Projection, ProjectionTx } from './types.ts';
+import type { OwnedBots } from './bots.ts';
 import { own } from '../src/own.ts';
 
 /** The session id every request and socket of a bot carries (its token is its only session). */
 export function botSessionId(botId: string): string {
   return `bot:${botId}`;
+}
+
+/**
+ * Closes the sockets of the bots `userId` owns, and its own if it is a bot (the gateway sends them Logout):
+ * a sanction on the user or the owner's disabled account stops those tokens (`src/users/botToken.ts`).
+ * Reads the owner's `bots:<id>` and `account:<id>`, both in the user's partition.
+ */
+export async function endBotSockets(tx: ProjectionTx, userId: string): Promise<void> {
+  const account = await tx.getJson<AccountState>(rm.account(userId));
+  const owned = await tx.getJson<OwnedBots>(rm.ownedBots(userId));
+  const ids = [...(account?.bot ? [userId] : []), ...(owned?.ids ?? [])];
+  for (const botId of ids) tx.emit({ kind: 'user', userId: botId }, { type: 'DeleteSession', user_id: botId, session_id: botSessionId(botId) });
 }
 
 /** Session record looked up by token hash on every authenticated request. */
@@ -90,6 +103,9 @@ export const accountsProjection: Projection = {
           });
         }
         break;
+      case 'AccountDisabled':
+        await endBotSockets(tx, userId);
+        break;
       case 'BotCreated':
         tx.setJson(rm.botToken(e.data.tokenHash), { userId });
         if (after.user) tx.setJson(rm.user(userId), after.user);
@@ -133,7 +149,7 @@ export const accountsProjection: Projection = {
         }
         if (after.user) {
           tx.setJson(rm.user(userId), after.user);
-          tx.emit({ kind: 'userPresence', userId }, { type: 'UserUpdate', id: userId, data: after.user, clear: e.type === 'UserEdited' ? e.data.remove : [] });
+          tx.emit({ kind: 'userPresence', userId }, { type: 'UserUpdate', id: userId, data: userObject(after.user), clear: e.type === 'UserEdited' ? e.data.remove : [] });
         }
         break;
       default:

@@ -6,7 +6,8 @@
  * ReportCreate reads the staff it goes to in order. A sanction is scoped to its user, so it projects in the
  * partition of the account: it reads the account's sessions (same scope) and ends them — their session keys
  * go and `DeleteSession` closes their sockets — and a `SessionCreated` that raced with it (decided before the
- * sanction, appended after) is ended the same way. The audit log is written from both partitions with unique
+ * sanction, appended after) is ended the same way. The sockets of a sanctioned bot, and of every bot a
+ * sanctioned user owns, are closed too (their tokens stop working while the sanction stands). The audit log is written from both partitions with unique
  * keys only (commutative), so it rebuilds identically.
  */
 import type { StoredEvent } from '../src/domain/events.ts';
@@ -15,6 +16,7 @@ import type { InstanceRole } from '../src/domain/moderation/events.ts';
 import type { InstanceAuditEntry, ReportState, SanctionState } from '../src/domain/moderation/state.ts';
 import { rm } from '../src/readmodel/keys.ts';
 import type { Projection, ProjectionTx } from './types.ts';
+import { endBotSockets } from './accounts.ts';
 
 /** The report as clients see it (Stoat's `Report`): no revision. */
 export function presentReport(r: ReportState): Omit<ReportState, 'revision'> {
@@ -145,6 +147,7 @@ export const moderationProjection: Projection = {
         };
         tx.setJson(rm.sanction(e.data.userId), s);
         await endSessions(tx, e.data.userId);
+        await endBotSockets(tx, e.data.userId);
         audit(tx, e, {
           action: e.type === 'AccountBanned' ? 'AccountBan' : 'AccountSuspend',
           target: { type: 'User', id: e.data.userId },

@@ -7,6 +7,8 @@ import { Client } from 'stoat.js';
 import { startTestService } from './helpers/service.ts';
 import { assertTraffic, clearClientIntervalsAtTeardown, installWebSocket, traceClients } from './helpers/realClients.ts';
 import { until } from './helpers/wait.ts';
+import { signup } from './helpers/http.ts';
+import { runAdmin } from '../src/cli/accountsAdmin.ts';
 
 installWebSocket();
 
@@ -75,4 +77,35 @@ t.test('stoat.js logs in as a bot, joins by the bot invite and talks to a user',
   await t.rejects(bot.api.get('/users/@me'), 'the old token no longer works');
 
   assertTraffic(t, traffic);
+});
+
+// Issue 35: stoat.js as a bot whose owner is banned: the bot's client is logged out, its REST calls are
+// refused; once the ban is lifted, loginBot with the same token works again.
+t.test('stoat.js bot: logged out when its owner is banned, back once the ban is lifted', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  clearClientIntervalsAtTeardown(t);
+  const config = await (await fetch(`${s.apiUrl}/`)).json();
+  const [owner, admin] = await Promise.all([signup(s), signup(s)]);
+  await runAdmin(['grant', admin.userId, '--role', 'admin'], { store: s.store, print: () => {} });
+  await until('admin granted', async () => (await s.readModels.hgetJson('instance:staff', admin.userId)) === 'admin');
+  const made = (await owner.api.post('/bots/create', { name: `bannedbot${process.pid}` })).body as { _id: string; token: string };
+
+  const login = async () => {
+    const bot = new Client({ baseURL: s.apiUrl, autoReconnect: false }, config);
+    t.teardown(() => bot.events.disconnect());
+    const ready = new Promise<void>((resolve) => bot.once('ready', () => resolve()));
+    await bot.loginBot(made.token);
+    await ready;
+    return bot;
+  };
+  const bot = await login();
+  t.equal(bot.user?.id, made._id, 'the bot is ready');
+  const loggedOut = new Promise<void>((resolve) => bot.events.on('event', (e: { type: string }) => e.type === 'Logout' && resolve()));
+  t.equal((await admin.api.post(`/admin/users/${owner.userId}/ban`, { reason: 'spam' })).status, 200);
+  await loggedOut;
+  t.pass("the bot's client got Logout");
+  await t.rejects(bot.api.get('/users/@me'), 'its token is refused on REST');
+  t.equal((await admin.api.post(`/admin/users/${owner.userId}/lift`, { reason: 'appeal' })).status, 200);
+  const again = await login();
+  t.equal((await again.api.get('/users/@me'))._id, made._id, 'after the lift the same token works again');
 });

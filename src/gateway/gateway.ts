@@ -174,7 +174,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       // A session token or a bot token (Stoat's bonfire takes either in the same field).
       let session = token.length <= 256 ? await o.readModels.getJson<SessionRecord>(rm.session(hashToken(token))) : null;
       if (!session && token.length <= 256) {
-        const bot = await resolveBotToken({ readModels: o.readModels }, token);
+        const bot = await resolveBotToken({ readModels: o.readModels, now: o.now }, token);
         if (bot) session = { sessionId: bot.sessionId, userId: bot.userId, name: 'bot', onboarded: true };
       }
       if (s.isClosed()) return;

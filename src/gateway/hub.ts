@@ -23,7 +23,7 @@
  */
 import { gatewaySockets } from '../metrics/registry.ts';
 import type { Logger } from 'pino';
-import type { UserProfile } from '../domain/account/state.ts';
+import { userObject, type UserProfile } from '../domain/account/state.ts';
 import type { ChannelState } from '../domain/channel/state.ts';
 import type { MemberObject } from '../domain/models.ts';
 import { rm } from '../readmodel/keys.ts';
@@ -322,7 +322,7 @@ export class Hub {
     const status = typeof p.status === 'string' ? p.status : 'None';
     const profile = await this.o.readModels.direct.getJson<UserProfile>(rm.user(other));
     const online = profile !== null && profile.status?.presence !== 'Invisible' && (await this.o.readModels.online([other])).has(other);
-    return { type: 'UserRelationship', id: p.id, user: { ...(profile ?? { _id: other }), relationship: status, online } };
+    return { type: 'UserRelationship', id: p.id, user: { ...(profile ? userObject(profile) : { _id: other }), relationship: status, online } };
   }
 
   /** An event of a private channel for one of its recipients; keeps the socket's private-channel set. */
@@ -512,8 +512,8 @@ function sharesServer(s: GatewaySocket, servers: Set<string> | undefined): boole
  */
 function personalise(p: QueuedEvent['payload'], s: GatewaySocket): Record<string, unknown> {
   if (p.type !== 'Message' || !p.user || typeof p.user !== 'object') return p;
-  const user = p.user as Record<string, unknown> & { status?: { presence?: string } };
+  const user = p.user as Record<string, unknown> & { status?: { presence?: string }; profile?: unknown };
   const id = String(user._id);
-  if (id === s.userId) return { ...p, user: { ...user, relationship: 'User' } };
+  if (id === s.userId) return { ...p, user: { ...userObject(user), relationship: 'User' } };
   return { ...p, user: { ...profileForOthers(user), relationship: s.relations.get(id) ?? 'None' } };
 }

@@ -6,7 +6,7 @@
  */
 import { loadRelations, visibleChannels, type AccessDeps } from '../access.ts';
 import { presentPrivateChannel, recipientsOf, type PrivateChannelState } from '../domain/private/state.ts';
-import type { UserProfile } from '../domain/account/state.ts';
+import { userObject, type UserProfile } from '../domain/account/state.ts';
 import type { MemberObject, ServerChannelObject } from '../domain/models.ts';
 import { presentServer, type ServerState } from '../domain/server/state.ts';
 import { rm } from '../readmodel/keys.ts';
@@ -111,12 +111,12 @@ export async function buildReady(
     const profiles = await deps.readModels.mgetJson<UserProfile>(ids.map((id) => rm.user(id)));
     const online = await deps.readModels.online(ids);
     const users: Record<string, unknown>[] = [
-      { ...profile, relations: [...relationMap].map(([_id, status]) => ({ _id, status })), relationship: 'User', online: true },
+      { ...userObject(profile), relations: [...relationMap].map(([_id, status]) => ({ _id, status })), relationship: 'User', online: true },
     ];
     profiles.forEach((p, i) => {
       if (!p) return;
       const id = ids[i]!;
-      users.push({ ...p, relationship: relationMap.get(id) ?? 'None', online: online.has(id) && p.status?.presence !== 'Invisible' });
+      users.push({ ...userObject(p), relationship: relationMap.get(id) ?? 'None', online: online.has(id) && p.status?.presence !== 'Invisible' });
     });
     frame.users = users;
   }

@@ -71,7 +71,7 @@ export function corsMiddleware(): Koa.Middleware {
 }
 
 /** Looks the session up when a token is sent; never fails (the route decides whether it needs one). */
-export async function resolveSession(ctx: Koa.Context, deps: Pick<AppDeps, 'readModels'>): Promise<void> {
+export async function resolveSession(ctx: Koa.Context, deps: Pick<AppDeps, 'readModels' | 'now'>): Promise<void> {
   if (ctx.state.sessionResolved) return;
   ctx.state.sessionResolved = true;
   // Stoat reads `X-Bot-Token` first: when it is sent, the session header is not looked at.
@@ -247,7 +247,7 @@ export function servingCheck(deps: Pick<AppDeps, 'readModels'>, alwaysServed: Re
 }
 
 /** Innermost: nothing matched (unknown path or wrong method), counted in the catch-all bucket, then 404. */
-export function notFoundFallback(deps: Pick<AppDeps, 'readModels' | 'limiter'>): Koa.Middleware {
+export function notFoundFallback(deps: Pick<AppDeps, 'readModels' | 'limiter' | 'now'>): Koa.Middleware {
   return async function notFound(ctx) {
     ctx.state.routePattern = '*';
     await deps.readModels.fence();

@@ -8,12 +8,12 @@ import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import { parsePermissionValue } from '../permissions/bits.ts';
 import { FieldsChannel, FieldsMember, FieldsRole, FieldsServer } from '../domain/models.ts';
-import { codepoints } from '../text.ts';
+import { codepoints, nameText } from '../text.ts';
 import { describeIssues } from './app.ts';
 import { setOwn } from '../own.ts';
 
-/** Server, channel, role, category names and nicknames: 1–32 code points. */
-export const name32 = codepoints(1, 32);
+/** Server, channel, role, category, group and webhook names and nicknames: 1–32 code points, no controls (`nameText`). */
+export const name32 = nameText(1, 32);
 /** Descriptions: at most 1,024 code points. */
 export const description1024 = codepoints(0, 1024);
 

@@ -29,6 +29,8 @@ import { request } from '../helpers/http.ts';
 import { uploadImage } from '../helpers/messages.ts';
 import { createServer, join } from '../helpers/servers.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
+import { runAdmin } from '../../src/cli/accountsAdmin.ts';
+import { until } from '../helpers/wait.ts';
 
 const LIVEKIT = {
   VOICE_ENABLED: 'true',
@@ -1010,4 +1012,97 @@ t.test('private channels: authorization table', async (t) => {
     const notes = await owner!.api.get(`/users/${owner!.userId}/dm`);
     t.equal((await holder!.api.get(`/channels/${notes.body._id}`)).status, 404, 'Saved Notes: nobody else');
   });
+});
+
+/**
+ * Bot tokens across sanctions (issue 35): a bot's `X-Bot-Token` is accepted while nothing stands against the
+ * bot or its owner, and is 401 InvalidSession — on every route, changing nothing — while the bot or its owner is
+ * suspended or banned, and once the owner's account is disabled or deleted. A lifted sanction restores it.
+ */
+t.test('bot tokens across sanctions', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off', BOT_LIMIT: '5' });
+  const [mod, admin] = await Promise.all([signup(s), signup(s)]);
+  for (const [u, role] of [[mod, 'moderator'], [admin, 'admin']] as const) {
+    await runAdmin(['grant', u.userId, '--role', role], { store: s.store, print: () => {} });
+    await until(`${role} granted`, async () => (await s.readModels.hgetJson('instance:staff', u.userId)) === role);
+  }
+  const ticket = async (u: TestUser) => ({ headers: { 'X-MFA-Ticket': (await u.api.put('/auth/mfa/ticket', { password: u.password })).body.token as string } });
+  type Row = [string, (owner: TestUser, bot: string) => Promise<Res>, ((owner: TestUser, bot: string) => Promise<Res>) | null];
+  const rows: Row[] = [
+    ['the bot suspended', (_o, b) => mod.api.post(`/admin/users/${b}/suspend`, { reason: 'r' }), (_o, b) => admin.api.post(`/admin/users/${b}/lift`, { reason: 'r' })],
+    ['the bot banned', (_o, b) => admin.api.post(`/admin/users/${b}/ban`, { reason: 'r' }), (_o, b) => admin.api.post(`/admin/users/${b}/lift`, { reason: 'r' })],
+    ['the owner suspended', (o) => mod.api.post(`/admin/users/${o.userId}/suspend`, { reason: 'r' }), (o) => admin.api.post(`/admin/users/${o.userId}/lift`, { reason: 'r' })],
+    ['the owner banned', (o) => admin.api.post(`/admin/users/${o.userId}/ban`, { reason: 'r' }), (o) => admin.api.post(`/admin/users/${o.userId}/lift`, { reason: 'r' })],
+    ['the owner disabled', async (o) => o.api.post('/auth/account/disable', undefined, await ticket(o)), null],
+    ['the owner deleted', async (o) => o.api.post('/auth/account/delete', undefined, await ticket(o)), null],
+  ];
+  let n = 0;
+  for (const [what, apply, lift] of rows) {
+    t.test(what, async (t) => {
+      const owner = await signup(s);
+      const made = await owner.api.post('/bots/create', { name: `authzbot${process.pid % 1000}x${n++}` });
+      const server = await createServer(owner);
+      t.equal((await owner.api.post(`/bots/${made.body._id}/invite`, { server: server.id })).status, 204);
+      const asBot = (m: string, p: string, body?: unknown) => request(s.apiUrl, m, p, { headers: { 'X-Bot-Token': made.body.token }, ...(body ? { body } : {}), skipOpenApi: true });
+      const calls: Array<[string, () => Promise<Res>, number]> = [
+        ['GET /users/@me', () => asBot('GET', '/users/@me'), 200],
+        ['GET /servers/:id', () => asBot('GET', `/servers/${server.id}`), 200],
+        ['POST /channels/:id/messages', () => asBot('POST', `/channels/${server.general}/messages`, { content: 'bot' }), 200],
+        ['PATCH /users/@me', () => asBot('PATCH', '/users/@me', { status: { text: 'x' } }), 200],
+      ];
+      for (const [call, go, ok] of calls) t.equal((await until(`${call} works`, async () => ((await go()).status === ok ? ok : undefined))), ok, `before: ${call} ${ok}`);
+      t.ok([200, 204].includes((await apply(owner, made.body._id)).status), `${what}`);
+      for (const [call, go] of calls) {
+        const head = await s.store.headPosition();
+        const r = await until(`${call} refused`, async () => {
+          const r = await go();
+          return r.status === 401 ? r : undefined;
+        });
+        t.same([r.status, r.body.type], [401, 'InvalidSession'], `${what}: ${call} 401 InvalidSession`);
+        t.equal(await s.store.headPosition(), head, `${what}: ${call} changes nothing`);
+      }
+      if (lift) {
+        t.equal((await lift(owner, made.body._id)).status, 200, 'lifted');
+        for (const [call, go, ok] of calls) t.equal((await go()).status, ok, `lifted: ${call} ${ok}`);
+      }
+    });
+  }
+});
+
+/**
+ * Profiles (issue 35): `GET /users/:id/profile` is the only place a profile is read — self and a mutual
+ * connection 200, a stranger and a blocked user 403 ViewProfile — and no path that presents a User carries it.
+ */
+t.test('profile paths', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const [alice, member, stranger, blocked] = await Promise.all([signup(s), signup(s), signup(s), signup(s)]);
+  const server = await createServer(alice);
+  await join(alice, server.general, member, blocked);
+  await alice.api.patch('/users/@me', { profile: { content: 'bio' } });
+  await alice.api.post(`/channels/${server.general}/messages`, { content: 'hi' });
+  await alice.api.put(`/users/${blocked.userId}/block`);
+  const P_ = `/users/${alice.userId}/profile`;
+  const route: Array<[string, TestUser, number, string | undefined]> = [
+    ['self', alice, 200, undefined],
+    ['a member of a shared server', member, 200, undefined],
+    ['a stranger', stranger, 403, 'MissingPermission'],
+    ['a blocked user', blocked, 403, 'MissingPermission'],
+  ];
+  for (const [who, u, status, type] of route) {
+    const r = await u.api.get(P_);
+    t.same([r.status, r.body.type, r.body.permission], [status, type, type ? 'ViewProfile' : undefined], `GET ${P_} as ${who}: ${status}`);
+  }
+  const paths: Array<[string, TestUser, () => Promise<Res>]> = [
+    ['GET /users/:id', stranger, () => stranger.api.get(`/users/${alice.userId}`)],
+    ['GET /users/:id', blocked, () => blocked.api.get(`/users/${alice.userId}`)],
+    ['GET /users/@me', alice, () => alice.api.get('/users/@me')],
+    ['GET /servers/:id/members', blocked, () => blocked.api.get(`/servers/${server.id}/members`)],
+    ['GET /channels/:id/messages?include_users', blocked, () => blocked.api.get(`/channels/${server.general}/messages?include_users=true`)],
+    ['PUT /users/:id/friend', stranger, () => stranger.api.put(`/users/${alice.userId}/friend`)],
+  ];
+  for (const [path, , go] of paths) {
+    const r = await go();
+    t.equal(r.status, 200, `${path}: 200`);
+    t.notOk(JSON.stringify(r.body).includes('"profile"'), `${path}: no profile in the User`);
+  }
 });

@@ -272,3 +272,91 @@ t.test('fuzzing the X-MFA-Ticket header of ticket-guarded routes', async (t) => 
   }
   t.same(failures.slice(0, 10), [], 'a forged or malformed ticket is always 401 InvalidToken and changes nothing');
 });
+
+/**
+ * Bot tokens across sanction transitions (issue 35): random sequences of suspensions, bans and lifts of a bot
+ * and of its owner, checked against a model after each step: the bot's token works exactly when nothing
+ * stands against either, and a refused bot request (any fuzzed body) is 401 InvalidSession and appends nothing.
+ */
+t.test('fuzzing bot tokens across sanction transitions', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const [admin, owner] = await Promise.all([signup(s), signup(s)]);
+  await runAdmin(['grant', admin.userId, '--role', 'admin'], { store: s.store, print: () => {} });
+  await until('admin granted', async () => (await s.readModels.hgetJson('instance:staff', admin.userId)) === 'admin');
+  const made = await owner.api.post('/bots/create', { name: 'fuzzsanctioned' });
+  const server = await owner.api.post('/servers/create', { name: 'fuzz' });
+  const channel = server.body.channels[0]._id as string;
+  await owner.api.post(`/bots/${made.body._id}/invite`, { server: server.body.server._id });
+  const target = { bot: made.body._id as string, owner: owner.userId };
+  type Who = keyof typeof target;
+  const op = fc.record({ who: fc.constantFrom<Who>('bot', 'owner'), action: fc.constantFrom('suspend', 'ban', 'lift') });
+  const failures: string[] = [];
+  const model: Record<Who, boolean> = { bot: false, owner: false };
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 4 }), json, async (ops, body) => {
+      for (const { who, action } of ops) {
+        const r = await admin.api.post(`/admin/users/${target[who]}/${action}`, { reason: 'fuzz' });
+        if (r.status === 200) model[who] = action !== 'lift';
+        else if (r.status !== 400 || r.body?.type !== 'NoEffect') failures.push(`${action} ${who} → ${r.status} ${r.text.slice(0, 100)}`);
+        const sanctioned = model.bot || model.owner;
+        const me = await request(s.apiUrl, 'GET', '/users/@me', { headers: { 'X-Bot-Token': made.body.token }, skipOpenApi: true });
+        if (me.status !== (sanctioned ? 401 : 200)) failures.push(`after ${action} ${who} (${JSON.stringify(model)}): GET /users/@me → ${me.status}`);
+        const head = await s.store.headPosition();
+        const raw = JSON.stringify(body) ?? '{}';
+        const sent = await request(s.apiUrl, 'POST', `/channels/${channel}/messages`, { headers: { 'X-Bot-Token': made.body.token }, rawBody: raw, contentType: 'application/json', skipOpenApi: true });
+        if (sent.status >= 500) failures.push(`send → ${sent.status}`);
+        if (sanctioned && (sent.status !== 401 || sent.body?.type !== 'InvalidSession' || (await s.store.headPosition()) !== head)) {
+          failures.push(`sanctioned send → ${sent.status} ${sent.text.slice(0, 80)}`);
+        }
+      }
+      return failures.length === 0;
+    }),
+    { numRuns: Math.max(5, Math.ceil(RUNS / 3)), endOnFailure: true },
+  ).catch(() => {});
+  t.same(failures.slice(0, 10), [], 'the token works exactly when no sanction stands; refused requests change nothing');
+});
+
+/**
+ * Name fields (issue 35): any fuzzed name holding a control character, a lone surrogate or a bidi control is
+ * 400 FailedValidation and appends nothing, on every route that takes a name.
+ */
+t.test('fuzzing name fields with control, surrogate and bidi characters', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const owner = await signup(s);
+  const server = await owner.api.post('/servers/create', { name: 'fuzz' });
+  const S = `/servers/${server.body.server._id}`;
+  const channel = server.body.channels[0]._id as string;
+  const role = (await owner.api.post(`${S}/roles`, { name: 'r' })).body.id as string;
+  const bad = fc.constantFrom('\u0000', '\u0007', '\u001F', '\u007F', '\u0085', '\uD800', '\uDFFF', '\u202A', '\u202B', '\u202C', '\u202D', '\u202E', '\u2066', '\u2067', '\u2068', '\u2069', '\u200E', '\u200F', '\u061C', '\u2028', '\u2029', '\uFEFF');
+  const around = fc.string({ unit: 'grapheme', maxLength: 10 });
+  const name = fc.tuple(around, bad, around).map(([a, b, c]) => `${a}${b}${c}`);
+  const routes: Array<[string, string, (n: string) => unknown]> = [
+    ['POST', '/servers/create', (n) => ({ name: n })],
+    ['PATCH', S, (n) => ({ name: n })],
+    ['POST', `${S}/channels`, (n) => ({ name: n })],
+    ['PATCH', `/channels/${channel}`, (n) => ({ name: n })],
+    ['POST', `${S}/roles`, (n) => ({ name: n })],
+    ['PATCH', `${S}/roles/${role}`, (n) => ({ name: n })],
+    ['PATCH', `${S}/members/${owner.userId}`, (n) => ({ nickname: n })],
+    ['PATCH', '/users/@me', (n) => ({ display_name: n })],
+    ['PATCH', '/users/@me/username', (n) => ({ username: n, password: owner.password })],
+    ['POST', '/bots/create', (n) => ({ name: n })],
+    ['POST', `/channels/${channel}/webhooks`, (n) => ({ name: n })],
+    ['POST', '/channels/create', (n) => ({ name: n })],
+    ['POST', `/channels/${channel}/messages`, (n) => ({ content: 'x', masquerade: { name: n } })],
+  ];
+  const failures: string[] = [];
+  for (const [method, path, body] of routes) {
+    await fc.assert(
+      fc.asyncProperty(name, async (n) => {
+        const head = await s.store.headPosition();
+        const r = await request(s.apiUrl, method, path, { token: owner.token, body: body(n), skipOpenApi: true });
+        const ok = r.status === 400 && r.body?.type === 'FailedValidation' && (await s.store.headPosition()) === head;
+        if (!ok) failures.push(`${method} ${path} ${JSON.stringify(n)} → ${r.status} ${r.text.slice(0, 100)}`);
+        return ok;
+      }),
+      { numRuns: RUNS, endOnFailure: true },
+    ).catch(() => {});
+  }
+  t.same(failures.slice(0, 10), [], 'every name with such a character is 400 FailedValidation and changes nothing');
+});

@@ -3,6 +3,7 @@ import { AppError } from '../../errors.ts';
 import type { DomainEvent } from '../events.ts';
 import type { AccountState } from './state.ts';
 import { own } from '../../own.ts';
+import { renderableName, UNRENDERABLE_NAME } from '../../text.ts';
 
 /** Lockout after the n-th consecutive failure (Revolt: 3rd → 1 min, 4th → 5 min, 5th and later → 1 h). */
 export function lockoutMs(attempts: number): number | null {
@@ -63,6 +64,7 @@ const BLOCKED_PARTS = ['```', 'discord.gg', 'rvlt.gg', 'guilded.gg', 'stt.gg', '
  * first (compatibility forms such as full-width letters fold to plain ones), case kept.
  */
 export function normaliseUsername(raw: string): string {
+  if (!renderableName(raw)) throw new AppError({ type: 'FailedValidation', error: `username ${UNRENDERABLE_NAME}` });
   const name = raw.normalize('NFKC');
   const length = [...name].length;
   if (length < 2 || length > 32 || !/^(\p{L}|[\d_.-])+$/u.test(name)) {

@@ -93,6 +93,16 @@ export interface UserProfile {
   bot?: { owner: string };
 }
 
+/**
+ * A stored profile as a User object shows it: without `profile` (bio and background). Stoat's User model has
+ * no `profile` field; the profile is read only through `GET /users/:id/profile`, which checks ViewProfile.
+ * Every User object the service presents (REST, Ready, events) goes through this.
+ */
+export function userObject<T extends { profile?: unknown }>(stored: T): Omit<T, 'profile'> {
+  const { profile: _profile, ...rest } = stored;
+  return rest;
+}
+
 /** Stoat's user flag of a deleted account. */
 export const USER_FLAG_DELETED = 2;
 

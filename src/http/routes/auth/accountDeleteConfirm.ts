@@ -6,6 +6,7 @@ import { tokenUserId } from '../../../domain/account/secrets.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
 import { accountOf, tokenMatches } from './accountTools.ts';
 import { deletionWrites } from './accountDeletion.ts';
+import { botsStream } from '../../../domain/bot/events.ts';
 
 export default defineRoute({
   method: 'PUT',
@@ -15,10 +16,10 @@ export default defineRoute({
   async handler({ deps, meta, body }) {
     const userId = tokenUserId(body.token);
     if (!userId) throw new AppError({ type: 'InvalidToken' });
-    await deps.executor.execute({ ...meta, actor: userId }, [`account-${userId}`], async () => {
+    await deps.executor.execute({ ...meta, actor: userId }, [`account-${userId}`, botsStream(userId)], async () => {
       const state = await accountOf(deps, userId);
       if (!state || !tokenMatches(deps, state.deletion, body.token)) throw new AppError({ type: 'InvalidToken' });
-      return { writes: deletionWrites(state, []), result: undefined };
+      return { writes: await deletionWrites(deps, state, []), result: undefined };
     });
     return NO_CONTENT;
   },

@@ -5,6 +5,7 @@ import { defineRoute, NO_CONTENT } from '../../route.ts';
 import { loadAccount } from './accountLoad.ts';
 import { newMailToken, requireValidatedTicket, sendLinkMail } from './accountTools.ts';
 import { deletionWrites } from './accountDeletion.ts';
+import { botsStream } from '../../../domain/bot/events.ts';
 
 export default defineRoute({
   method: 'POST',
@@ -13,10 +14,10 @@ export default defineRoute({
   async handler({ deps, caller, meta, ctx }) {
     const stream = `account-${caller.userId}`;
     const mail = deps.mail ? newMailToken(deps, caller.userId) : null;
-    const { result: to } = await deps.executor.execute(meta, [stream], async () => {
+    const { result: to } = await deps.executor.execute(meta, [stream, botsStream(caller.userId)], async () => {
       const state = await loadAccount(deps, caller.userId);
       const consumed = requireValidatedTicket(deps, ctx, state);
-      if (!mail) return { writes: deletionWrites(state, [consumed]), result: null };
+      if (!mail) return { writes: await deletionWrites(deps, state, [consumed]), result: null };
       const events: DomainEvent[] = [consumed, { type: 'AccountDeletionRequested', data: mail.pending }];
       return { writes: [{ stream, scope: caller.userId, expected: state.revision, events }], result: state.email };
     });

@@ -2,12 +2,16 @@
 import type { Write } from '../../../commands.ts';
 import type { DomainEvent } from '../../../domain/events.ts';
 import type { AccountState } from '../../../domain/account/state.ts';
+import type { AppDeps } from '../../deps.ts';
+import { botDeletionWrites, loadOwnedBots } from '../bots/load.ts';
 
 /**
  * Deleting an account: its sessions are revoked, `AccountDeleted` is appended (the personal-data boundary
- * destroys the account's key once it is written, `src/personal/`), and its email is released.
+ * destroys the account's key once it is written, `src/personal/`), its email is released, and every bot it
+ * owns is deleted in the same append (`BotDeleted`, username released, `BotDisowned`), so no bot token
+ * outlives its owner.
  */
-export function deletionWrites(state: AccountState, first: DomainEvent[]): Write[] {
+export async function deletionWrites(deps: Pick<AppDeps, 'readModels' | 'store'>, state: AccountState, first: DomainEvent[]): Promise<Write[]> {
   const events: DomainEvent[] = [
     ...first,
     ...Object.keys(state.sessions).map((sessionId) => ({ type: 'SessionRevoked', data: { sessionId } }) as DomainEvent),
@@ -15,5 +19,7 @@ export function deletionWrites(state: AccountState, first: DomainEvent[]): Write
   ];
   const writes: Write[] = [{ stream: `account-${state.userId}`, scope: state.userId, expected: state.revision, events }];
   if (state.emailKey) writes.push({ stream: `email-${state.emailKey}`, scope: state.userId, expected: 'any', events: [{ type: 'EmailReleased', data: { userId: state.userId } }] });
+  writes.push(...(await botDeletionWrites(deps, state.userId, await loadOwnedBots(deps, state.userId))));
   return writes;
 }
+

@@ -1,5 +1,9 @@
 /** Shared by the bot routes: loading a bot and presenting it as Stoat does (`Bot`, `PublicBot`). */
+import type { Write } from '../../../commands.ts';
 import type { AccountState, BotState, UserProfile } from '../../../domain/account/state.ts';
+import { botsStream } from '../../../domain/bot/events.ts';
+import type { DomainEvent } from '../../../domain/events.ts';
+import type { OwnedBots } from '../../../../projections/bots.ts';
 import { AppError } from '../../../errors.ts';
 import { decryptSecret, encryptSecret } from '../../../personal/cipher.ts';
 import { rm } from '../../../readmodel/keys.ts';
@@ -25,6 +29,40 @@ export async function loadOwnBot(deps: Pick<AppDeps, 'readModels'>, caller: Call
   const bot = await loadBot(deps, botId);
   if (!bot || bot.bot.owner !== caller.userId) throw new AppError({ type: 'NotFound' });
   return bot;
+}
+
+/**
+ * What deleting bots of one owner appends (re-read on every attempt): `BotDeleted` on each bot's account
+ * stream (its token stops working, its sockets close), its username released, and one `BotDisowned` per bot
+ * on `bots-<owner>`. Used by the bot delete route and by account deletion (an account's bots go with it).
+ */
+export async function botDeletionWrites(deps: Pick<AppDeps, 'readModels' | 'store'>, ownerId: string, bots: readonly BotAccount[]): Promise<Write[]> {
+  if (bots.length === 0) return [];
+  const owned = (await deps.readModels.getJson<OwnedBots>(rm.ownedBots(ownerId))) ?? { ids: [], revision: -1 };
+  const writes: Write[] = [];
+  for (const bot of bots) {
+    const nameStream = `username-${bot.user.username.toLowerCase()}`;
+    const claims = await deps.store.readStream(nameStream);
+    writes.push(
+      { stream: `account-${bot.userId}`, scope: bot.userId, expected: bot.revision, events: [{ type: 'BotDeleted', data: {} }] },
+      {
+        stream: nameStream,
+        scope: bot.userId,
+        expected: claims.length === 0 ? 'no_stream' : claims.length - 1,
+        events: [{ type: 'UsernameReleased', data: { userId: bot.userId, discriminator: bot.user.discriminator } }],
+      },
+    );
+  }
+  const disowned: DomainEvent[] = bots.map((b) => ({ type: 'BotDisowned', data: { botId: b.userId } }));
+  writes.push({ stream: botsStream(ownerId), scope: ownerId, expected: owned.revision < 0 ? 'no_stream' : owned.revision, events: disowned });
+  return writes;
+}
+
+/** The live bots a user owns (deleted ones and ids without a bot account left out). */
+export async function loadOwnedBots(deps: Pick<AppDeps, 'readModels'>, ownerId: string): Promise<BotAccount[]> {
+  const owned = await deps.readModels.getJson<OwnedBots>(rm.ownedBots(ownerId));
+  const bots = await Promise.all((owned?.ids ?? []).map((id) => loadBot(deps, id)));
+  return bots.filter((b): b is BotAccount => b !== null && b.bot.owner === ownerId);
 }
 
 /** A new bot token (Stoat: 64 characters) encrypted for the log, with its SHA-256. */

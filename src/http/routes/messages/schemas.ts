@@ -5,7 +5,7 @@
  * answer with their own error types (TooManyAttachments …) from the decision.
  */
 import { z } from 'zod';
-import { codepoints } from '../../../text.ts';
+import { codepoints, nameText } from '../../../text.ts';
 import { colour, idString } from '../../schemas.ts';
 
 /** Longest array accepted before the decision sees it. */
@@ -26,7 +26,7 @@ export const SendableEmbeds = z.array(SendableEmbed).max(ARRAY_CAP);
 
 /** The masquerade of a send. */
 export const Masquerade = z.strictObject({
-  name: codepoints(1, 32).nullish(),
+  name: nameText(1, 32).nullish(),
   /** A URL of an `avatars` upload on this service's media server. */
   avatar: codepoints(1, 256).nullish(),
   colour: colour.nullish(),

@@ -4,7 +4,7 @@ import { AppError } from '../../../errors.ts';
 import type { EventDataOf } from '../../../domain/events.ts';
 import { Presence } from '../../../domain/shared.ts';
 import { FileClaims, fileLocks } from '../../../files.ts';
-import { codepoints } from '../../../text.ts';
+import { codepoints, nameText } from '../../../text.ts';
 import { defineRoute } from '../../route.ts';
 import { loadAccount } from '../auth/accountLoad.ts';
 import { presentSelf } from './present.ts';
@@ -12,7 +12,7 @@ import { presentSelf } from './present.ts';
 const FileId = z.string().min(1).max(128);
 
 const Body = z.strictObject({
-  display_name: codepoints(2, 32).regex(/^[^\u200B\n\r]+$/, 'display name may not contain line breaks or zero-width spaces').nullish(),
+  display_name: nameText(2, 32).regex(/^[^\u200B\n\r]+$/, 'display name may not contain line breaks or zero-width spaces').nullish(),
   /** An `avatars` upload id (used once). */
   avatar: FileId.nullish(),
   status: z.strictObject({ text: codepoints(0, 128).nullish(), presence: Presence.nullish() }).nullish(),

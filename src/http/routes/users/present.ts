@@ -1,5 +1,5 @@
 /** Revolt-shaped User objects (reference §8) from the stored profile, with presence. */
-import type { AccountState, UserProfile } from '../../../domain/account/state.ts';
+import { userObject, type AccountState, type UserProfile } from '../../../domain/account/state.ts';
 import type { ReadModels } from '../../../readmodel/reader.ts';
 import type { RelationsState } from '../../../domain/relationship/state.ts';
 import { rm } from '../../../readmodel/keys.ts';
@@ -13,23 +13,24 @@ export async function viewerRelations(readModels: ReadModels, viewerId: string):
 /** The caller's own user: relationship "User", online. */
 export function presentSelf(state: AccountState): Record<string, unknown> {
   if (!state.user) throw new Error('presentSelf before onboarding');
-  return { ...state.user, relationship: 'User', online: true };
+  return { ...userObject(state.user), relationship: 'User', online: true };
 }
 
 /**
  * A profile as others see it: an Invisible user's `status.presence` is left out (as Stoat does; others see
- * them offline, never "Invisible"); an emptied status is left out too.
+ * them offline, never "Invisible"); an emptied status is left out too; `profile` never (`userObject`).
  */
-export function profileForOthers<T extends { status?: { text?: string; presence?: string } | undefined }>(profile: T): T {
+export function profileForOthers<T extends { status?: { text?: string; presence?: string } | undefined; profile?: unknown }>(stored: T): Omit<T, 'profile'> {
+  const profile = userObject(stored);
   if (profile.status?.presence !== 'Invisible') return profile;
   const { presence: _hidden, ...status } = profile.status;
   const { status: _status, ...rest } = profile;
-  return (Object.keys(status).length > 0 ? { ...rest, status } : rest) as T;
+  return (Object.keys(status).length > 0 ? { ...rest, status } : rest) as Omit<T, 'profile'>;
 }
 
 /** Another user as seen by the caller; an Invisible user is offline to everyone else. */
 export function presentUser(profile: UserProfile, viewerId: string, online: boolean, relationship = 'None'): Record<string, unknown> {
-  if (profile._id === viewerId) return { ...profile, relationship: 'User', online: true };
+  if (profile._id === viewerId) return { ...userObject(profile), relationship: 'User', online: true };
   return { ...profileForOthers(profile), relationship, online: online && profile.status?.presence !== 'Invisible' };
 }
 
