@@ -215,6 +215,12 @@ const schema = z
     PROXY_CACHE_BYTES: z.coerce.number().int().min(0).max(4_000_000_000).default(128_000_000),
     /** How long a proxied image is kept in that cache. */
     PROXY_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(600),
+    /** Proxy loads (fetch and decode) one media process runs at once; the next is refused at once with 429. */
+    PROXY_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(4),
+    /** Proxy loads one client (user, or address without a session) may have running at once; the next → 429. */
+    PROXY_CLIENT_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(2),
+    /** Pixels of one frame the proxy decodes (a still image) or passes on (an animation); more → 400 FileTypeNotAllowed. */
+    PROXY_MAX_PIXELS: z.coerce.number().int().min(1024).max(40_000_000).default(16_000_000),
   })
   .superRefine((c, ctx) => {
     if ((c.VAPID_PUBLIC_KEY === undefined) !== (c.VAPID_PRIVATE_KEY === undefined)) {
@@ -327,7 +333,23 @@ export interface Config {
   /** Link previews (Stoat's January): fetch limits, the per-URL cache and the job queue. */
   previews: PreviewConfig;
   /** The image proxy on the media server: size cap and its in-memory cache. */
-  proxy: { maxBytes: number; cacheBytes: number; cacheTtlMs: number };
+  proxy: ProxyConfig;
+}
+
+/** Image-proxy settings (PROXY_*). */
+export interface ProxyConfig {
+  /** Largest remote image fetched, in bytes. */
+  maxBytes: number;
+  /** Bytes of proxied images kept in memory. */
+  cacheBytes: number;
+  /** How long a proxied image is cached (ms). */
+  cacheTtlMs: number;
+  /** Loads running at once in one media process. */
+  concurrency: number;
+  /** Loads running at once for one client. */
+  clientConcurrency: number;
+  /** Pixels of one frame decoded or passed on. */
+  maxPixels: number;
 }
 
 /** Link-preview settings (PREVIEW_*). */
@@ -510,7 +532,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       attempts: c.PREVIEW_ATTEMPTS,
       jobLockMs: c.PREVIEW_JOB_LOCK_MS,
     },
-    proxy: { maxBytes: c.PROXY_MAX_BYTES, cacheBytes: c.PROXY_CACHE_BYTES, cacheTtlMs: c.PROXY_CACHE_TTL_SECONDS * 1000 },
+    proxy: {
+      maxBytes: c.PROXY_MAX_BYTES,
+      cacheBytes: c.PROXY_CACHE_BYTES,
+      cacheTtlMs: c.PROXY_CACHE_TTL_SECONDS * 1000,
+      concurrency: c.PROXY_CONCURRENCY,
+      clientConcurrency: c.PROXY_CLIENT_CONCURRENCY,
+      maxPixels: c.PROXY_MAX_PIXELS,
+    },
   };
 }
 
