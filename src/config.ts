@@ -169,6 +169,10 @@ const schema = z
       .transform((s) => (s === undefined ? [] : [...new Set(s.split(','))])),
     /** Servers a user may own or be a member of (Stoat's per-user server limit). */
     USER_SERVER_LIMIT: z.coerce.number().int().min(1).max(100_000).default(100),
+    /** Bytes (keys and values, UTF-8) one `POST /sync/settings/set` may write; more → 400 FailedValidation. */
+    SETTINGS_WRITE_MAX_BYTES: z.coerce.number().int().min(1000).max(1_000_000).default(128_000),
+    /** Bytes of settings writes (each counted with a 256-byte event overhead) one account may add to the log per 24 hours; more → 429. */
+    SETTINGS_LOG_BYTES_PER_DAY: z.coerce.number().int().min(10_000).max(1_000_000_000).default(2_000_000),
     /** Sockets one user may hold open on one API process; the next is refused. */
     GATEWAY_MAX_SOCKETS_PER_USER: z.coerce.number().int().min(1).max(100_000).default(16),
     /** Sockets one client address may hold open on one API process (authenticated or not); the next upgrade is refused with 429. */
@@ -324,6 +328,8 @@ export interface Config {
   accountInvites: string[];
   /** USER_SERVER_LIMIT. */
   userServerLimit: number;
+  /** Settings sync: bytes of one write, and bytes one account may add to the log per 24 hours. */
+  settings: { writeMaxBytes: number; logBytesPerDay: number };
   /** `GET /metrics` listener: port (undefined = not served) and bind address. */
   metrics: { port: number | undefined; host: string };
   /** Where outbound requests may connect (OUTBOUND_ALLOW_PRIVATE parsed; global unicast is always allowed). */
@@ -512,6 +518,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secretsKey: c.SECRETS_KEY ? secretBytes(c.SECRETS_KEY)! : undefined,
     accountInvites: c.ACCOUNT_INVITES,
     userServerLimit: c.USER_SERVER_LIMIT,
+    settings: { writeMaxBytes: c.SETTINGS_WRITE_MAX_BYTES, logBytesPerDay: c.SETTINGS_LOG_BYTES_PER_DAY },
     metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
     outbound: outboundPolicy(c.OUTBOUND_ALLOW_PRIVATE),
     push: {
