@@ -156,6 +156,8 @@ const schema = z
     MAIL_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(12),
     /** Lifetime of a verification, reset or deletion link (seconds). */
     EMAIL_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
+    /** Mails one address may be sent per hour (verification, reset, email change, deletion together); more are not sent. */
+    MAIL_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(1).max(10_000).default(5),
     /** Master secret (≥ 32 bytes as 64+ hex characters or base64): TOTP secrets at rest, keyed email lookups. Unset = generated once and kept in DATA_DIR/keys.sqlite. */
     SECRETS_KEY: z
       .string()
@@ -322,6 +324,8 @@ export interface Config {
   mailRetry: { attempts: number; delayMs: number };
   /** Lifetime of mailed tokens (ms). */
   emailTokenTtlMs: number;
+  /** MAIL_PER_ADDRESS_PER_HOUR: mails one address may be sent per hour. */
+  mailPerAddressPerHour: number;
   /** SECRETS_KEY decoded; undefined = generated and kept in the key store. */
   secretsKey: Buffer | undefined;
   /** ACCOUNT_INVITES: fixed invite codes valid from the start. */
@@ -515,6 +519,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     email: c.SMTP_URL ? { smtpUrl: c.SMTP_URL, from: c.EMAIL_FROM } : undefined,
     mailRetry: { attempts: c.MAIL_ATTEMPTS, delayMs: c.MAIL_RETRY_DELAY_MS },
     emailTokenTtlMs: c.EMAIL_TOKEN_TTL_SECONDS * 1000,
+    mailPerAddressPerHour: c.MAIL_PER_ADDRESS_PER_HOUR,
     secretsKey: c.SECRETS_KEY ? secretBytes(c.SECRETS_KEY)! : undefined,
     accountInvites: c.ACCOUNT_INVITES,
     userServerLimit: c.USER_SERVER_LIMIT,
