@@ -162,6 +162,8 @@ const schema = z
     MAIL_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(12),
     /** Lifetime of a verification, reset or deletion link (seconds). */
     EMAIL_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
+    /** Mails one address may be sent per hour (verification, reset, email change, deletion together); more are not sent. */
+    MAIL_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(1).max(10_000).default(5),
     /** Master secret (≥ 32 bytes as 64+ hex characters or base64): TOTP secrets at rest, keyed email lookups. Unset = generated once and kept in DATA_DIR/keys.sqlite. */
     SECRETS_KEY: z
       .string()
@@ -175,6 +177,10 @@ const schema = z
       .transform((s) => (s === undefined ? [] : [...new Set(s.split(','))])),
     /** Servers a user may own or be a member of (Stoat's per-user server limit). */
     USER_SERVER_LIMIT: z.coerce.number().int().min(1).max(100_000).default(100),
+    /** Bytes (keys and values, UTF-8) one `POST /sync/settings/set` may write; more → 400 FailedValidation. */
+    SETTINGS_WRITE_MAX_BYTES: z.coerce.number().int().min(1000).max(1_000_000).default(128_000),
+    /** Bytes of settings writes (each counted with a 256-byte event overhead) one account may add to the log per 24 hours; more → 429. */
+    SETTINGS_LOG_BYTES_PER_DAY: z.coerce.number().int().min(10_000).max(1_000_000_000).default(2_000_000),
     /** Sockets one user may hold open on one API process; the next is refused. */
     GATEWAY_MAX_SOCKETS_PER_USER: z.coerce.number().int().min(1).max(100_000).default(16),
     /** Sockets one client address may hold open on one API process (authenticated or not); the next upgrade is refused with 429. */
@@ -221,6 +227,12 @@ const schema = z
     PROXY_CACHE_BYTES: z.coerce.number().int().min(0).max(4_000_000_000).default(128_000_000),
     /** How long a proxied image is kept in that cache. */
     PROXY_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(600),
+    /** Proxy loads (fetch and decode) one media process runs at once; the next is refused at once with 429. */
+    PROXY_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(4),
+    /** Proxy loads one client (user, or address without a session) may have running at once; the next → 429. */
+    PROXY_CLIENT_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(2),
+    /** Pixels of one frame the proxy decodes (a still image) or passes on (an animation); more → 400 FileTypeNotAllowed. */
+    PROXY_MAX_PIXELS: z.coerce.number().int().min(1024).max(40_000_000).default(16_000_000),
   })
   .superRefine((c, ctx) => {
     if ((c.VAPID_PUBLIC_KEY === undefined) !== (c.VAPID_PRIVATE_KEY === undefined)) {
@@ -323,12 +335,16 @@ export interface Config {
   mailRetry: { attempts: number; delayMs: number };
   /** Lifetime of mailed tokens (ms). */
   emailTokenTtlMs: number;
+  /** MAIL_PER_ADDRESS_PER_HOUR: mails one address may be sent per hour. */
+  mailPerAddressPerHour: number;
   /** SECRETS_KEY decoded; undefined = generated and kept in the key store. */
   secretsKey: Buffer | undefined;
   /** ACCOUNT_INVITES: fixed invite codes valid from the start. */
   accountInvites: string[];
   /** USER_SERVER_LIMIT. */
   userServerLimit: number;
+  /** Settings sync: bytes of one write, and bytes one account may add to the log per 24 hours. */
+  settings: { writeMaxBytes: number; logBytesPerDay: number };
   /** `GET /metrics` listener: port (undefined = not served) and bind address. */
   metrics: { port: number | undefined; host: string };
   /** Where outbound requests may connect (OUTBOUND_ALLOW_PRIVATE parsed; global unicast is always allowed). */
@@ -338,7 +354,23 @@ export interface Config {
   /** Link previews (Stoat's January): fetch limits, the per-URL cache and the job queue. */
   previews: PreviewConfig;
   /** The image proxy on the media server: size cap and its in-memory cache. */
-  proxy: { maxBytes: number; cacheBytes: number; cacheTtlMs: number };
+  proxy: ProxyConfig;
+}
+
+/** Image-proxy settings (PROXY_*). */
+export interface ProxyConfig {
+  /** Largest remote image fetched, in bytes. */
+  maxBytes: number;
+  /** Bytes of proxied images kept in memory. */
+  cacheBytes: number;
+  /** How long a proxied image is cached (ms). */
+  cacheTtlMs: number;
+  /** Loads running at once in one media process. */
+  concurrency: number;
+  /** Loads running at once for one client. */
+  clientConcurrency: number;
+  /** Pixels of one frame decoded or passed on. */
+  maxPixels: number;
 }
 
 /** Link-preview settings (PREVIEW_*). */
@@ -499,9 +531,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     email: c.SMTP_URL ? { smtpUrl: c.SMTP_URL, from: c.EMAIL_FROM } : undefined,
     mailRetry: { attempts: c.MAIL_ATTEMPTS, delayMs: c.MAIL_RETRY_DELAY_MS },
     emailTokenTtlMs: c.EMAIL_TOKEN_TTL_SECONDS * 1000,
+    mailPerAddressPerHour: c.MAIL_PER_ADDRESS_PER_HOUR,
     secretsKey: c.SECRETS_KEY ? secretBytes(c.SECRETS_KEY)! : undefined,
     accountInvites: c.ACCOUNT_INVITES,
     userServerLimit: c.USER_SERVER_LIMIT,
+    settings: { writeMaxBytes: c.SETTINGS_WRITE_MAX_BYTES, logBytesPerDay: c.SETTINGS_LOG_BYTES_PER_DAY },
     metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
     outbound: outboundPolicy(c.OUTBOUND_ALLOW_PRIVATE),
     push: {
@@ -522,7 +556,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       attempts: c.PREVIEW_ATTEMPTS,
       jobLockMs: c.PREVIEW_JOB_LOCK_MS,
     },
-    proxy: { maxBytes: c.PROXY_MAX_BYTES, cacheBytes: c.PROXY_CACHE_BYTES, cacheTtlMs: c.PROXY_CACHE_TTL_SECONDS * 1000 },
+    proxy: {
+      maxBytes: c.PROXY_MAX_BYTES,
+      cacheBytes: c.PROXY_CACHE_BYTES,
+      cacheTtlMs: c.PROXY_CACHE_TTL_SECONDS * 1000,
+      concurrency: c.PROXY_CONCURRENCY,
+      clientConcurrency: c.PROXY_CLIENT_CONCURRENCY,
+      maxPixels: c.PROXY_MAX_PIXELS,
+    },
   };
 }
 

@@ -125,6 +125,40 @@ t.test('settings sync', async (t) => {
     t.equal(stored, SETTINGS_LIMITS.keys, 'exactly the limit is stored');
   });
 
+  t.test('one write: at most SETTINGS_WRITE_MAX_BYTES of keys and values', async (t) => {
+    const erin = await signup(s);
+    const max = s.config.settings.writeMaxBytes;
+    const value = (n: number) => 'v'.repeat(n);
+    const ok = await erin.api.post('/sync/settings/set', { a: value(SETTINGS_LIMITS.valueBytes), b: value(max - SETTINGS_LIMITS.valueBytes - 2) });
+    t.equal(ok.status, 204, `${max} bytes: fine`);
+    const head = await s.store.headPosition();
+    const over = await erin.api.post('/sync/settings/set', { a: value(SETTINGS_LIMITS.valueBytes), b: value(max - SETTINGS_LIMITS.valueBytes - 1) });
+    t.same([over.status, over.body.type], [400, 'FailedValidation'], `${max + 1} bytes: refused`);
+    t.equal(await s.store.headPosition(), head, 'nothing appended');
+  });
+
+  t.test('what one account adds to the log: SETTINGS_LOG_BYTES_PER_DAY, then 429 for the rest of the day', async (t) => {
+    const dave = await signup(s);
+    const budget = s.config.settings.logBytesPerDay;
+    const write = (n: number) => dave.api.post('/sync/settings/set', { k: 'v'.repeat(n) });
+    // Each write costs 256 (the event) + 1 (the key) + its value's bytes.
+    const full = 256 + 1 + SETTINGS_LIMITS.valueBytes;
+    let spent = 0;
+    while (budget - spent > full) {
+      t.equal((await write(SETTINGS_LIMITS.valueBytes)).status, 204);
+      spent += full;
+    }
+    const last = await write(budget - spent - 257);
+    t.equal(last.status, 204, `the write that reaches exactly ${budget} bytes`);
+    const head = await s.store.headPosition();
+    const refused = await write(1);
+    t.equal(refused.status, 429, 'one byte more is refused');
+    t.ok(refused.body.retry_after > 23 * 3600_000 && refused.body.retry_after <= 24 * 3600_000, `retry_after until the day is over (${refused.body.retry_after} ms)`);
+    t.equal(await s.store.headPosition(), head, 'nothing appended');
+    t.equal((await dave.api.post('/sync/settings/set', {})).status, 204, 'an empty write costs nothing');
+    t.equal((await set({ other: 'user' })).status, 204, "another account's budget is its own");
+  });
+
   t.test('rebuild equals live', async (t) => {
     const live = await dumpCurrent(redis, s.prefix);
     t.ok(Object.keys(live).some((k) => k === `settings:${alice!.userId}`));

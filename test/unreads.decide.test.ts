@@ -6,7 +6,7 @@ import t from 'tap';
 import { DEFAULT_PERMISSION_SERVER, Permission as P } from '../src/permissions/bits.ts';
 import { decideSendMessage, mentionedUsersOf, type SendFacts, type SendMessage } from '../src/domain/message/sendMessage.ts';
 import { decideAckChannel, decideAckServer } from '../src/domain/unreads/ack.ts';
-import { decideSetSettings, SETTINGS_LIMITS, settingsTimestamp } from '../src/domain/settings/setSettings.ts';
+import { decideSetSettings, SETTINGS_EVENT_OVERHEAD, SETTINGS_LIMITS, settingsLogCost, settingsTimestamp } from '../src/domain/settings/setSettings.ts';
 import { AppError } from '../src/errors.ts';
 
 const A = '01AAAAAAAAAAAAAAAAAAAAAAAA';
@@ -97,10 +97,15 @@ t.test('settings', async (t) => {
   t.equal(settingsTimestamp(1001, 1000), 1000, 'future: now');
   t.equal(settingsTimestamp(-5, 1000), -5, 'negative: kept');
   const keys = (n: number, from = 0) => Array.from({ length: n }, (_, i) => [`k${from + i}`, 'v'] as const);
-  t.same(decideSetSettings({ settings: [] }, new Set(), { now: 5 }), [], 'an empty write: nothing');
-  t.same(decideSetSettings({ settings: [['a', 'x']], timestamp: 3 }, new Set(), { now: 5 }), [{ type: 'UserSettingsSet', data: { timestamp: 3, settings: [['a', 'x']] } }]);
+  t.same(decideSetSettings({ settings: [] }, new Set(), { now: 5, writeMaxBytes: 100_000 }), [], 'an empty write: nothing');
+  t.same(decideSetSettings({ settings: [['a', 'x']], timestamp: 3 }, new Set(), { now: 5, writeMaxBytes: 100_000 }), [{ type: 'UserSettingsSet', data: { timestamp: 3, settings: [['a', 'x']] } }]);
   const stored = new Set(keys(SETTINGS_LIMITS.keys - 1).map(([k]) => k));
-  t.equal(decideSetSettings({ settings: keys(1, 1000) }, stored, { now: 5 }).length, 1, `key ${SETTINGS_LIMITS.keys}: fine`);
-  t.match(thrown(() => decideSetSettings({ settings: keys(2, 1000) }, stored, { now: 5 })), { type: 'FailedValidation' }, `key ${SETTINGS_LIMITS.keys + 1}: refused`);
-  t.equal(decideSetSettings({ settings: keys(5) }, stored, { now: 5 }).length, 1, 'rewriting stored keys does not count');
+  t.equal(decideSetSettings({ settings: keys(1, 1000) }, stored, { now: 5, writeMaxBytes: 100_000 }).length, 1, `key ${SETTINGS_LIMITS.keys}: fine`);
+  t.match(thrown(() => decideSetSettings({ settings: keys(2, 1000) }, stored, { now: 5, writeMaxBytes: 100_000 })), { type: 'FailedValidation' }, `key ${SETTINGS_LIMITS.keys + 1}: refused`);
+  t.equal(decideSetSettings({ settings: keys(5) }, stored, { now: 5, writeMaxBytes: 100_000 }).length, 1, 'rewriting stored keys does not count');
+  // One write: keys and values together at most writeMaxBytes UTF-8 bytes ("é" is two).
+  t.equal(decideSetSettings({ settings: [['ab', 'é'.repeat(4)]] }, new Set(), { now: 5, writeMaxBytes: 10 }).length, 1, '10 bytes of 10: fine');
+  t.match(thrown(() => decideSetSettings({ settings: [['ab', 'é'.repeat(4) + 'x']] }, new Set(), { now: 5, writeMaxBytes: 10 })), { type: 'FailedValidation' }, '11 bytes of 10: refused');
+  t.equal(settingsLogCost([]), 0, 'an empty write costs the log nothing');
+  t.equal(settingsLogCost([['ab', 'cd'], ['é', '']]), SETTINGS_EVENT_OVERHEAD + 6, 'keys, values and the event overhead');
 });

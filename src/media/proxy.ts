@@ -1,17 +1,23 @@
 /**
  * The image proxy's fetch and cache (Stoat's January `proxy_file`): a remote image is fetched under the
- * outbound policy (`src/outbound/fetch.ts`), refused over PROXY_MAX_BYTES or when it is not a raster image
- * (sniffed from the bytes, as uploads are), and re-encoded by the media pipeline: a still image becomes its
- * WebP preview (fitted in the attachments box), an animation is re-encoded in its own format with every frame;
- * no metadata survives either way. Results are kept in a per-process LRU bounded in bytes, with a TTL.
+ * outbound policy (`src/outbound/fetch.ts`), refused over PROXY_MAX_BYTES, and rendered by `proxyImage`
+ * (`workers/media/pipeline.ts`): sniffed from the bytes, its header checked against PROXY_MAX_PIXELS per
+ * frame; a still image is decoded once (first frame) and sent as a WebP fitted in the attachments box, an
+ * animation is passed on as its own bytes without decoding a frame. Loads are bounded: PROXY_CONCURRENCY per
+ * process and PROXY_CLIENT_CONCURRENCY per client run at once, and one more is refused at once (429, no
+ * queue), so hostile images cannot fill the cores or the libuv pool that the rest of the server shares.
+ * Results are kept in a per-process LRU bounded in bytes, with a TTL, keyed by the normalised target URL
+ * (no fragment; other query parameters of our endpoint are never read), and concurrent requests for one
+ * URL share one load.
  */
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { fetchGuarded, FetchFailed } from '../outbound/fetch.ts';
 import { OutboundRefused } from '../outbound/policy.ts';
 import { USER_AGENT } from '../previews/generate.ts';
-import { MediaRejection, processUpload } from '../../workers/media/pipeline.ts';
-import { POLICIES } from '../../workers/media/policy.ts';
+import { RateLimited } from '../http/middleware/errors.ts';
+import { MediaRejection, proxyImage } from '../../workers/media/pipeline.ts';
+import { IMAGE_LIMITS, POLICIES } from '../../workers/media/policy.ts';
 
 /** A proxied image, ready to send. */
 export interface ProxiedImage {
@@ -75,24 +81,72 @@ export function proxyTarget(raw: unknown): string {
     throw new AppError({ type: 'ProxyError' });
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AppError({ type: 'ProxyError' });
+  // The fragment never reaches the remote server: it must not make a new cache entry either.
+  url.hash = '';
   return url.href;
+}
+
+/** How long a refused client is told to wait before trying again (ms). */
+export const PROXY_BUSY_RETRY_MS = 1000;
+
+/** Counts loads in flight, in total and per client; `tryAcquire` never waits. */
+export class ProxySlots {
+  private total = 0;
+  private readonly perClient = new Map<string, number>();
+  constructor(
+    private readonly max: number,
+    private readonly maxPerClient: number,
+  ) {}
+
+  /** A release function when a slot is free for this client, else undefined. */
+  tryAcquire(client: string): (() => void) | undefined {
+    const mine = this.perClient.get(client) ?? 0;
+    if (this.total >= this.max || mine >= this.maxPerClient) return undefined;
+    this.total++;
+    this.perClient.set(client, mine + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.total--;
+      const left = (this.perClient.get(client) ?? 1) - 1;
+      if (left > 0) this.perClient.set(client, left);
+      else this.perClient.delete(client);
+    };
+  }
+
+  /** Loads in flight (all clients). */
+  inFlight(): number {
+    return this.total;
+  }
 }
 
 /** The image proxy of one media process. */
 export class ImageProxy {
   private readonly cache: ByteLru;
   private readonly inFlight = new Map<string, Promise<ProxiedImage>>();
+  /** Loads running now, in total and per client. */
+  readonly slots: ProxySlots;
   constructor(private readonly config: Config) {
     this.cache = new ByteLru(config.proxy.cacheBytes, config.proxy.cacheTtlMs);
+    this.slots = new ProxySlots(config.proxy.concurrency, config.proxy.clientConcurrency);
   }
 
-  /** The re-encoded image at `url` (cached); throws the AppError to answer with. */
-  async get(url: string): Promise<ProxiedImage> {
+  /**
+   * The proxied image at `url` for `client` (cached; a load already running for the URL is shared and costs
+   * no slot); throws the AppError to answer with, or `RateLimited` when no slot is free.
+   */
+  async get(url: string, client = 'internal'): Promise<ProxiedImage> {
     const hit = this.cache.get(url);
     if (hit) return hit;
     let p = this.inFlight.get(url);
     if (!p) {
-      p = this.load(url).finally(() => this.inFlight.delete(url));
+      const release = this.slots.tryAcquire(client);
+      if (!release) throw new RateLimited(PROXY_BUSY_RETRY_MS);
+      p = this.load(url).finally(() => {
+        release();
+        this.inFlight.delete(url);
+      });
       this.inFlight.set(url, p);
     }
     return p;
@@ -115,17 +169,18 @@ export class ImageProxy {
     }
     if (r.status < 200 || r.status >= 300) throw new AppError({ type: 'ProxyError' });
     if (r.truncated) throw new AppError({ type: 'FileTooLarge', max });
-    let processed;
+    let image: ProxiedImage;
     try {
-      processed = await processUpload(r.body, 'proxy', { ...POLICIES.attachments, imageOnly: true, maxBytes: max });
+      image = await proxyImage(r.body, {
+        maxPixels: this.config.proxy.maxPixels,
+        maxSide: IMAGE_LIMITS.maxSide,
+        maxAnimationPixels: IMAGE_LIMITS.maxPixels,
+        preview: POLICIES.attachments.preview,
+      });
     } catch (err) {
       if (err instanceof MediaRejection) throw new AppError(err.body);
       throw err;
     }
-    const image: ProxiedImage =
-      processed.animated || processed.preview === null
-        ? { contentType: processed.contentType, body: processed.original }
-        : { contentType: 'image/webp', body: processed.preview };
     this.cache.set(url, image);
     return image;
   }

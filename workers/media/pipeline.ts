@@ -32,6 +32,8 @@
  *   applied, like ffprobe's display size); for other containers (WebM, AVI…) they are absent (no ffprobe).
  * - Preview: WebP quality 80 of the (oriented) first frame, fitted inside the tag's box, never enlarged;
  *   `null` for everything that is not a raster image.
+ * - The image proxy (`proxyImage`) never re-encodes an animation: it checks the header and passes the bytes on;
+ *   a still image is decoded once (first frame, `limitInputPixels` at the proxy's pixel budget) into a WebP.
  */
 import { isUtf8 } from 'node:buffer';
 import { fileTypeFromBuffer } from 'file-type';
@@ -117,6 +119,81 @@ export async function processUpload(bytes: Buffer, filename: string, policy: Tag
   };
 }
 
+/** What the image proxy may spend on one remote image: pixels of one frame, a side, and the preview box. */
+export interface ProxyLimits {
+  /** Most pixels of one frame (a still image is decoded under this; an animation's frame must stay under it). */
+  maxPixels: number;
+  /** Longest side of one frame. */
+  maxSide: number;
+  /** Most pixels of all frames of an animation together (what a browser will decode). */
+  maxAnimationPixels: number;
+  /** Box a still image is fitted in. */
+  preview: { width: number; height: number };
+}
+
+/** A proxied image: its type and the bytes to send. */
+export interface ProxyImage {
+  /** Content type to send. */
+  contentType: string;
+  /** Bytes to send. */
+  body: Buffer;
+}
+
+/**
+ * The proxy's rendering of a remote image (Stoat's January: a GIF passes as it is, other images become a
+ * WebP thumbnail). Sniffed from the bytes; the header is checked against `limits` before any pixel is
+ * decoded. An animation (GIF, WebP, APNG with more than one frame) is passed on as its own bytes, never
+ * decoded here; a still image has its first frame decoded (`limitInputPixels`), fitted in the box and sent
+ * as WebP. So one request costs at most one bounded decode, whatever the frame count.
+ */
+export async function proxyImage(bytes: Buffer, limits: ProxyLimits): Promise<ProxyImage> {
+  if (bytes.length === 0) throw new MediaRejection({ type: 'FileTypeNotAllowed' }, 'empty');
+  const mime = await sniff(bytes);
+  const raster = RASTER[mime];
+  if (raster === undefined) throw new MediaRejection({ type: 'FileTypeNotAllowed' }, 'not-allowed');
+  const frameLimits = { maxPixels: limits.maxPixels, maxSide: limits.maxSide };
+  if (raster === 'bmp') {
+    const image = await processBmp(bytes, { ...frameLimits, preview: limits.preview });
+    return { contentType: 'image/webp', body: image.preview };
+  }
+  let header: Metadata;
+  try {
+    header = await sharp(bytes, { limitInputPixels: false }).metadata();
+  } catch (err) {
+    throw undecodable(err);
+  }
+  if (header.format !== LOADER[raster]) throw undecodable();
+  const pages = header.pages ?? 1;
+  const frameHeight = header.pageHeight ?? header.height;
+  checkBomb(header.width, frameHeight, 1, frameLimits);
+  const frames = raster === 'apng' ? apngFrames(bytes) : raster === 'gif' || raster === 'webp' ? pages : 1;
+  if (frames > 1) {
+    checkBomb(header.width, frameHeight, frames, { maxPixels: limits.maxAnimationPixels, maxSide: limits.maxSide });
+    return { contentType: mime, body: bytes };
+  }
+  try {
+    const body = await makePreview(sharp(bytes, { failOn: 'error', limitInputPixels: limits.maxPixels, autoOrient: true, pages: 1 }), limits)
+      .timeout({ seconds: 10 })
+      .toBuffer();
+    return { contentType: 'image/webp', body };
+  } catch (err) {
+    throw undecodable(err);
+  }
+}
+
+/** Frame count of an APNG from its `acTL` chunk (1 when it has none). */
+function apngFrames(bytes: Buffer): number {
+  let pos = 8;
+  while (pos + 12 <= bytes.length) {
+    const length = bytes.readUInt32BE(pos);
+    const type = bytes.toString('latin1', pos + 4, pos + 8);
+    if (type === 'acTL' && length >= 4) return bytes.readUInt32BE(pos + 8);
+    if (type === 'IDAT' || type === 'IEND') return 1;
+    pos += 12 + length;
+  }
+  return 1;
+}
+
 type Raster = 'jpeg' | 'png' | 'apng' | 'webp' | 'avif' | 'gif' | 'tiff' | 'bmp';
 
 const RASTER: Readonly<Record<string, Raster>> = {
@@ -159,7 +236,7 @@ interface ProcessedImage {
 
 const undecodable = (cause?: unknown) => new MediaRejection({ type: 'FileTypeNotAllowed' }, 'undecodable', cause);
 
-function checkBomb(width: number, frameHeight: number, frames: number, policy: TagPolicy): void {
+function checkBomb(width: number, frameHeight: number, frames: number, policy: Pick<TagPolicy, 'maxPixels' | 'maxSide'>): void {
   if (!(width > 0 && frameHeight > 0)) throw undecodable();
   if (width > policy.maxSide || frameHeight > policy.maxSide) {
     throw new MediaRejection({ type: 'FileTypeNotAllowed' }, 'side-too-long');
@@ -235,13 +312,13 @@ function encodeOwnFormat(image: Sharp, raster: Exclude<Raster, 'bmp' | 'apng'>, 
   }
 }
 
-function makePreview(image: Sharp, policy: TagPolicy): Sharp {
+function makePreview(image: Sharp, policy: Pick<TagPolicy, 'preview'>): Sharp {
   return image
     .resize({ width: policy.preview.width, height: policy.preview.height, fit: 'inside', withoutEnlargement: true })
     .webp({ quality: 80 });
 }
 
-async function processBmp(bytes: Buffer, policy: TagPolicy): Promise<ProcessedImage> {
+async function processBmp(bytes: Buffer, policy: Pick<TagPolicy, 'maxPixels' | 'maxSide' | 'preview'>): Promise<ProcessedImage> {
   const info = readBmpHeader(bytes);
   checkBomb(info.width, info.height, 1, policy);
   const raw = decodeBmp(bytes, info);

@@ -13,6 +13,26 @@ export function lockoutMs(attempts: number): number | null {
   return null;
 }
 
+/** Whether the account is locked out at `now` (ms). */
+export function isLockedOut(state: Pick<AccountState, 'lockedUntil'>, now: number): boolean {
+  return state.lockedUntil !== null && Date.parse(state.lockedUntil) > now;
+}
+
+/**
+ * A wrong password or second factor, at login or confirming an operation with a session (password change,
+ * email change, username change, MFA ticket): one more consecutive failure, with the lockout it triggers.
+ */
+export function decideFailedAttempt(state: Pick<AccountState, 'attempts'>, now: number): DomainEvent {
+  const attempts = state.attempts + 1;
+  const ms = lockoutMs(attempts);
+  return { type: 'LoginFailed', data: { attempts, lockedUntil: ms === null ? null : new Date(now + ms).toISOString() } };
+}
+
+/** Whether a refusal of a password or second factor counts as a failed attempt (a wrong one, not a disallowed method). */
+export function countsAsFailedAttempt(err: unknown): err is AppError {
+  return err instanceof AppError && (err.body.type === 'InvalidCredentials' || err.body.type === 'InvalidToken');
+}
+
 /** Context of a login decision. */
 export interface LoginContext {
   now: Date;

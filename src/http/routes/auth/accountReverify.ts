@@ -1,10 +1,13 @@
 // POST /auth/account/reverify {email, captcha} — sends a new verification mail to an unverified account
-// (204 whatever the email, so it reveals nothing; 400 OperationFailed when mail is off).
+// (204 whatever the email, so it reveals nothing; 400 OperationFailed when mail is off). The answer comes first
+// and is the same work for every address: the lookup and the mail (within the address's hourly budget) happen after it.
 import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
+import type { AppDeps } from '../../deps.ts';
+import type { CommandMeta } from '../../../commands.ts';
 import { normaliseEmail } from './accountCreate.ts';
-import { findAccountByEmail, newMailToken, sendLinkMail } from './accountTools.ts';
+import { findAccountByEmail, newMailToken, queueLinkMail, runAfterAnswer, takeMailBudget } from './accountTools.ts';
 
 export default defineRoute({
   method: 'POST',
@@ -14,16 +17,22 @@ export default defineRoute({
   async handler({ deps, meta, body }) {
     if (!deps.mail) throw new AppError({ type: 'OperationFailed' });
     const email = normaliseEmail(body.email);
-    const found = await findAccountByEmail(deps, email);
-    if (!found || found.verification?.kind !== 'Pending') return NO_CONTENT;
-    const stream = `account-${found.userId}`;
-    const { token, pending } = newMailToken(deps, found.userId);
-    const { result: sent } = await deps.executor.execute({ ...meta, actor: null }, [stream], async () => {
-      const state = await findAccountByEmail(deps, email);
-      if (!state || state.verification?.kind !== 'Pending') return { writes: [], result: false };
-      return { writes: [{ stream, scope: state.userId, expected: state.revision, events: [{ type: 'EmailVerificationStarted', data: pending }] }], result: true };
-    });
-    if (sent) await sendLinkMail(deps, 'verify', email, token);
+    runAfterAnswer(deps, 'reverify', () => sendVerification(deps, meta, email));
     return NO_CONTENT;
   },
 });
+
+/** Looks the address up and, for an unverified account, records a new token and mails it (budget permitting). */
+async function sendVerification(deps: AppDeps, meta: CommandMeta, email: string): Promise<void> {
+  const found = await findAccountByEmail(deps, email);
+  if (!found || found.verification?.kind !== 'Pending') return;
+  if (!(await takeMailBudget(deps, email))) return;
+  const stream = `account-${found.userId}`;
+  const { token, pending } = newMailToken(deps, found.userId);
+  const { result: sent } = await deps.executor.execute({ ...meta, actor: null }, [stream], async () => {
+    const state = await findAccountByEmail(deps, email);
+    if (!state || state.verification?.kind !== 'Pending') return { writes: [], result: false };
+    return { writes: [{ stream, scope: state.userId, expected: state.revision, events: [{ type: 'EmailVerificationStarted', data: pending }] }], result: true };
+  });
+  if (sent) await queueLinkMail(deps, 'verify', email, token);
+}

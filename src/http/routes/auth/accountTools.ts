@@ -1,7 +1,8 @@
 /**
  * Shared by the account routes: finding an account by email (keyed digest, then the pre-keyed SHA-256 of
  * older accounts), mailed tokens (single-use, expiring, stored as SHA-256, compared in constant time),
- * MFA tickets from the `X-MFA-Ticket` header, and the mail queue.
+ * MFA tickets from the `X-MFA-Ticket` header, the mail queue with its per-address budget, and the work the
+ * anonymous mail routes do after answering.
  */
 import type Koa from 'koa';
 import { AppError } from '../../../errors.ts';
@@ -13,6 +14,7 @@ import { TICKET_TTL_MS } from '../../../domain/account/mfa.ts';
 import { buildMail, linkFor, type MailKind } from '../../../mail/templates.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import type { AppDeps } from '../../deps.ts';
+import { spendBudget } from '../../../ratelimit/budget.ts';
 
 /** The keyed digest of a normalised email (the name of its `email-…` stream). */
 export function emailKey(deps: AppDeps, email: string): string {
@@ -48,10 +50,93 @@ export function tokenMatches(deps: AppDeps, pending: PendingToken | null | undef
   return sameDigest(pending.tokenHash, hashToken(token)) && Date.parse(pending.expiresAt) > deps.now();
 }
 
-/** Queues a mail with a link (never awaited by the request beyond the enqueue). */
-export async function sendLinkMail(deps: AppDeps, kind: MailKind, to: string, token: string): Promise<void> {
+/**
+ * Takes one mail from the address's budget (MAIL_PER_ADDRESS_PER_HOUR, shared by every kind of mail and
+ * every process; keyed by the keyed digest, never the address). False when the hour's budget is spent.
+ */
+export async function takeMailBudget(deps: AppDeps, to: string): Promise<boolean> {
+  const key = `${deps.config.redisPrefix}mail:budget:${emailKey(deps, to)}`;
+  const r = await spendBudget(deps.readModels.redis, key, 1, deps.config.mailPerAddressPerHour, HOUR_MS);
+  if (!r.allowed) deps.log.info({ retryAfterMs: r.retryAfterMs }, 'mail not sent: the address has had its mails for this hour');
+  return r.allowed;
+}
+
+/** Queues a mail with a link whose budget was already taken (never awaited by the request beyond the enqueue). */
+export async function queueLinkMail(deps: AppDeps, kind: MailKind, to: string, token: string): Promise<void> {
   if (!deps.mail) return;
   await deps.mail.send(buildMail(kind, to, linkFor(deps.config.appUrl, kind, token)));
+}
+
+/** Queues a mail with a link if the address's budget allows it. */
+export async function sendLinkMail(deps: AppDeps, kind: MailKind, to: string, token: string): Promise<void> {
+  if (!deps.mail) return;
+  if (!(await takeMailBudget(deps, to))) return;
+  await queueLinkMail(deps, kind, to, token);
+}
+
+const HOUR_MS = 60 * 60 * 1000;
+
+/**
+ * Work an anonymous route does after it has answered (the account lookup and the mail of
+ * `reset_password` and `reverify`): the answer is the same, in content and in work, whether or not the
+ * address has an account. One task runs at a time per process, in order; past `max` waiting tasks a new
+ * one is dropped (logged), so a flood costs memory no more than that.
+ */
+export class AfterAnswer {
+  private readonly tasks: Array<() => Promise<void>> = [];
+  private running = false;
+  private paused = false;
+  constructor(private readonly max: number) {}
+
+  /** Queues a task; false when the queue is full and it was dropped. */
+  add(task: () => Promise<void>): boolean {
+    if (this.tasks.length >= this.max) return false;
+    this.tasks.push(task);
+    this.drain();
+    return true;
+  }
+
+  /** Tasks waiting (not the one running). */
+  pending(): number {
+    return this.tasks.length;
+  }
+
+  /** Holds the queue (tests: to look at what a request did before its task runs). */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** Lets the queue run again. */
+  resume(): void {
+    this.paused = false;
+    this.drain();
+  }
+
+  private drain(): void {
+    if (this.running || this.paused) return;
+    const task = this.tasks.shift();
+    if (!task) return;
+    this.running = true;
+    void task().finally(() => {
+      this.running = false;
+      this.drain();
+    });
+  }
+}
+
+/** This process's queue of after-answer work. */
+export const afterAnswer = new AfterAnswer(1000);
+
+/** Runs `task` after the answer; its failure is logged (the client has its answer already). */
+export function runAfterAnswer(deps: AppDeps, what: string, task: () => Promise<void>): void {
+  const queued = afterAnswer.add(async () => {
+    try {
+      await task();
+    } catch (err) {
+      deps.log.warn({ err: (err as Error).message, what }, 'work after the answer failed');
+    }
+  });
+  if (!queued) deps.log.warn({ what }, 'work after the answer dropped: too many waiting');
 }
 
 /** A new MFA ticket: its token (handed out once) and its event. */

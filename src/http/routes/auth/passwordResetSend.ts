@@ -1,10 +1,14 @@
 // POST /auth/account/reset_password {email, captcha} — mails a password reset link to the account's owner
-// (204 whatever the email; 400 OperationFailed when mail is off, as Stoat).
+// (204 whatever the email; 400 OperationFailed when mail is off, as Stoat). The answer comes first and is the
+// same work for every address: the lookup, the token and the mail (within the address's hourly budget)
+// happen after it.
 import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
+import type { AppDeps } from '../../deps.ts';
+import type { CommandMeta } from '../../../commands.ts';
 import { normaliseEmail } from './accountCreate.ts';
-import { findAccountByEmail, newMailToken, sendLinkMail } from './accountTools.ts';
+import { findAccountByEmail, newMailToken, queueLinkMail, runAfterAnswer, takeMailBudget } from './accountTools.ts';
 
 export default defineRoute({
   method: 'POST',
@@ -14,16 +18,22 @@ export default defineRoute({
   async handler({ deps, meta, body }) {
     if (!deps.mail) throw new AppError({ type: 'OperationFailed' });
     const email = normaliseEmail(body.email);
-    const found = await findAccountByEmail(deps, email);
-    if (!found) return NO_CONTENT;
-    const stream = `account-${found.userId}`;
-    const { token, pending } = newMailToken(deps, found.userId);
-    const { result: sent } = await deps.executor.execute({ ...meta, actor: null }, [stream], async () => {
-      const state = await findAccountByEmail(deps, email);
-      if (!state) return { writes: [], result: false };
-      return { writes: [{ stream, scope: state.userId, expected: state.revision, events: [{ type: 'PasswordResetRequested', data: pending }] }], result: true };
-    });
-    if (sent) await sendLinkMail(deps, 'reset', email, token);
+    runAfterAnswer(deps, 'reset_password', () => sendReset(deps, meta, email));
     return NO_CONTENT;
   },
 });
+
+/** Looks the address up and, for an account, records a reset token and mails it (budget permitting). */
+async function sendReset(deps: AppDeps, meta: CommandMeta, email: string): Promise<void> {
+  const found = await findAccountByEmail(deps, email);
+  if (!found) return;
+  if (!(await takeMailBudget(deps, email))) return;
+  const stream = `account-${found.userId}`;
+  const { token, pending } = newMailToken(deps, found.userId);
+  const { result: sent } = await deps.executor.execute({ ...meta, actor: null }, [stream], async () => {
+    const state = await findAccountByEmail(deps, email);
+    if (!state) return { writes: [], result: false };
+    return { writes: [{ stream, scope: state.userId, expected: state.revision, events: [{ type: 'PasswordResetRequested', data: pending }] }], result: true };
+  });
+  if (sent) await queueLinkMail(deps, 'reset', email, token);
+}

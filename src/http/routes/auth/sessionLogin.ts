@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
 import { newId } from '../../../ids.ts';
-import { decideLogin, lockoutMs } from '../../../domain/account/commands.ts';
+import { decideFailedAttempt, decideLogin } from '../../../domain/account/commands.ts';
 import { allowedMethods, mfaEnabled } from '../../../domain/account/mfa.ts';
 import { checkMfaResponse, MfaResponse } from '../../../domain/account/mfaResponse.ts';
 import { dummyPasswordHash, hashToken, newSessionToken, tokenUserId, verifyPassword } from '../../../domain/account/secrets.ts';
@@ -40,9 +40,7 @@ type Outcome =
 
 /** A failed attempt on an account: LoginFailed with the lockout it triggers. */
 function failed(state: Pick<AccountState, 'attempts'>, now: Date): DomainEvent {
-  const attempts = state.attempts + 1;
-  const ms = lockoutMs(attempts);
-  return { type: 'LoginFailed', data: { attempts, lockedUntil: ms === null ? null : new Date(now.getTime() + ms).toISOString() } };
+  return decideFailedAttempt(state, now.getTime());
 }
 
 function lockedOut(lockedUntil: string | null, now: Date): boolean {

@@ -1,11 +1,10 @@
-// PATCH /users/@me/username — {username, password}: a new username (Stoat's rules; wrong password → 401 InvalidCredentials) → User.
+// PATCH /users/@me/username — {username, password}: a new username (Stoat's rules; wrong password → 401 InvalidCredentials, counted with login's lockout) → User.
 import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
 import { decideUsernameChange, discriminatorsInUse, normaliseUsername } from '../../../domain/account/commands.ts';
-import { verifyPassword } from '../../../domain/account/secrets.ts';
 import type { Write } from '../../../commands.ts';
 import { defineRoute } from '../../route.ts';
-import { loadAccount } from '../auth/accountLoad.ts';
+import { confirmPassword, loadAccount } from '../auth/accountLoad.ts';
 import { presentSelf } from './present.ts';
 
 export default defineRoute({
@@ -27,8 +26,9 @@ export default defineRoute({
       username = body.username.normalize('NFKC');
     }
     const userId = caller.userId;
-    const before = await loadAccount(deps, userId);
-    if (!(await verifyPassword(body.password, before.passwordHash))) throw new AppError({ type: 'InvalidCredentials' });
+    // Under login's lockout: a wrong password is counted; while locked, even the right one is refused (401
+    // InvalidCredentials: Stoat's errors for this route have no LockedOut).
+    const before = await confirmPassword(deps, meta, userId, body.password, 'InvalidCredentials');
     if (blocked) throw new AppError({ type: 'InvalidUsername' });
     const accountStream = `account-${userId}`;
     const newStream = `username-${username.toLowerCase()}`;
