@@ -97,5 +97,13 @@ for (const engine of ['sqlite', 'postgres'] as const) {
     for (const c of ['new 1', 'new 2', 'new 3', 'new 4', 'new 5']) await send(s, owner, general, c);
     await until('the new events projected', async () => (await history(s, owner.token, general).catch(() => [])).length >= 8, 30_000).catch(() => undefined);
     t.same(await history(s, owner.token, general), ['kept 1', 'kept 2', 'kept 3', 'new 1', 'new 2', 'new 3', 'new 4', 'new 5'], 'history = the restored events + the new ones');
+    // The search index follows the log on its own checkpoint: it rebuilds too, so the new messages are found.
+    const found = async (q: string) => {
+      const r = await client(s, owner.token).post(`/channels/${general}/search`, { query: q, sort: 'Oldest' });
+      return r.status === 200 ? (r.body as Array<{ content: string }>).map((m) => m.content) : [];
+    };
+    await until('the new messages searchable', async () => (await found('new')).length === 5, 30_000).catch(() => undefined);
+    t.same(await found('new'), ['new 1', 'new 2', 'new 3', 'new 4', 'new 5'], 'the search index holds the new messages');
+    t.same(await found('kept'), ['kept 1', 'kept 2', 'kept 3']);
   });
 }
