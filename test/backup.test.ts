@@ -76,6 +76,7 @@ t.test('deleted accounts stay deleted across a restore of an older backup', asyn
   t.equal((before.user[1] as { username: string }).username, 'Deleted User');
   t.not(before.session[0], 200, 'the session no longer works');
   t.not(before.login[0], 200, 'no login');
+  t.equal(before.bot[0], 401, 'the bot of the deleted account no longer works');
 
   await t.rejects(restoreBackup(config, bdir), /holds/, 'refused while a service process holds the data directory');
   await s.stop();
