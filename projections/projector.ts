@@ -66,6 +66,40 @@ return {tostring(n), 1, old}
 `;
 
 /**
+ * Replaces generation ARGV[1] by a new one recorded against the store ARGV[2], if it is still the current one
+ * (every process that detects the same rewind replaces it once). Returns the current generation afterwards.
+ */
+const REPLACE_GENERATION = `
+local g = redis.call('get', KEYS[1])
+if g ~= ARGV[1] then return g end
+local n = redis.call('incr', KEYS[2])
+redis.call('set', KEYS[1], n)
+redis.call('hdel', KEYS[3], g)
+redis.call('hset', KEYS[3], tostring(n), ARGV[2])
+return tostring(n)
+`;
+
+/**
+ * Starts a new generation in place of `gen` (a rebuild from the log as it is now), unless another process
+ * already did; the read models of `gen` are no longer read (the API answers 503 until the new one caught up).
+ */
+export async function replaceGeneration(redis: RedisClient, prefix: string, gen: number, storeIdentity: string): Promise<number | undefined> {
+  const ctl = controlKeys(prefix);
+  const g = (await redis.eval(REPLACE_GENERATION, 3, ctl.generation, ctl.generationSeq, ctl.generationStores, String(gen), storeIdentity)) as string | null;
+  // No generation at all (Redis lost it): the next check creates one.
+  return g === null ? undefined : Number(g);
+}
+
+/**
+ * Whether a checkpoint still points at what it recorded: the event with that id at that position. A checkpoint
+ * without a recorded id (written before ids were) is taken as it is.
+ */
+export async function checkpointHolds(store: EventStore, position: bigint, eventId: string | undefined | null): Promise<boolean> {
+  if (eventId === undefined || eventId === null) return true;
+  return (await store.eventIdAt(position)) === eventId;
+}
+
+/**
  * Returns the current generation, creating one (and marking it as needing a rebuild) when Redis has none,
  * or — given the store's identity — when the current one belongs to another store.
  */
@@ -157,11 +191,48 @@ export class Projector {
       }
       await this.announcePreferences();
       await this.handBack();
+      if (await this.checkRunning()) return;
       await this.claim();
     } catch (err) {
       this.o.log.warn({ err }, 'projector health check failed');
     } finally {
       this.ticking = false;
+    }
+  }
+
+  /**
+   * The log went back in time under running partitions (a promoted standby that lacked the last commits)? The
+   * furthest checkpoint tells: it holds unless the log lost or replaced the event it points at. True when the
+   * generation was replaced (the next check moves to the new one).
+   */
+  private async checkRunning(): Promise<boolean> {
+    let furthest: { position: bigint; eventId: string } | undefined;
+    for (const o of this.owned.values()) {
+      const a = o.runner.anchor;
+      if (a && (!furthest || a.position > furthest.position)) furthest = a;
+    }
+    if (!furthest || (await checkpointHolds(this.o.store, furthest.position, furthest.eventId))) return false;
+    await this.rewound(furthest.position, furthest.eventId);
+    return true;
+  }
+
+  /** The log no longer holds what a checkpoint of the current generation points at: start a new generation. */
+  private async rewound(position: bigint, eventId: string): Promise<void> {
+    const found = await this.o.store.eventIdAt(position);
+    const head = await this.o.store.headPosition();
+    this.o.log.error(
+      { generation: this.generation, checkpoint: position.toString(), expected: eventId, found: found ?? null, head: head?.toString() ?? null },
+      'the event log went back in time (a restored backup or a failed-over store): rebuilding the read models from the log as it is',
+    );
+    const old = this.generation;
+    const next = await replaceGeneration(this.admin, this.o.prefix, old, this.storeId!);
+    if (next === undefined) {
+      await this.stopAll(false);
+    } else if (next !== old) {
+      await this.stopAll(false);
+      this.generation = next;
+      // Nothing reads the old generation any more; its effects of lost events must not come back.
+      void deleteKeys(this.admin, generationPrefix(this.o.prefix, old)).catch(() => undefined);
     }
   }
 
@@ -228,6 +299,7 @@ export class Projector {
     // On a cluster: a plain connection to the master of the generation's slot (a failover ends it too).
     const gen = this.generation;
     const cpKey = generationPrefix(this.o.prefix, gen) + genKeys.checkpoint(this.o.partitions, i);
+    const cpEventKey = generationPrefix(this.o.prefix, gen) + genKeys.checkpointEvent(this.o.partitions, i);
     // Ask the store before connecting: a store that is down must not leave a Redis connection behind.
     const head = await this.o.store.headPosition();
     const redis = await connectionForKey(this.o.redisUrl, this.admin, cpKey, {
@@ -239,12 +311,22 @@ export class Projector {
     });
     redis.on('error', () => {});
     let cp: string | null;
+    let cpEvent: string | null;
     try {
       await redis.connect();
-      cp = await redis.get(cpKey);
+      [cp, cpEvent] = (await redis.mget(cpKey, cpEventKey)) as [string | null, string | null];
     } catch (err) {
       redis.disconnect();
       throw err;
+    }
+    // Resume only where the log still holds what the checkpoint points at.
+    if (cp !== null && cpEvent !== null && !this.stopping && !(await checkpointHolds(this.o.store, BigInt(cp), cpEvent).catch((err: unknown) => {
+      redis.disconnect();
+      throw err;
+    }))) {
+      redis.disconnect();
+      await this.rewound(BigInt(cp), cpEvent);
+      return;
     }
     // Stopped while this partition was starting: `stop` has already stopped what it owned, so this connection
     // would be left open (and keep the process alive).

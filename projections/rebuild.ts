@@ -179,6 +179,7 @@ function boundedStore(store: EventStore, until: bigint): EventStore {
     readAll: (o) => store.readAll(o),
     headPosition: async () => until,
     identity: () => store.identity(),
+    eventIdAt: (p) => (p > until ? Promise.resolve(undefined) : store.eventIdAt(p)),
     stats: () => store.stats(),
     close: async () => {},
     subscribe(opts) {

@@ -63,12 +63,14 @@ export class PartitionRunner {
   private readonly o: PartitionRunnerOptions;
   private readonly keyPrefix: string;
   private readonly cpKey: string;
+  private readonly cpEventKey: string;
   private readonly readyKey: string;
   private readonly eventsKey: string;
   private readonly invKey: string;
   private readonly cache = new ValueCache();
   private readonly byType = new Map<string, Projection[]>();
   private checkpoint: bigint | undefined;
+  private checkpointEvent: string | undefined;
   private sub: Subscription | undefined;
   private stopped = false;
   private caughtUp = false;
@@ -82,6 +84,7 @@ export class PartitionRunner {
     this.rebuilding = o.rebuilding;
     this.keyPrefix = generationPrefix(o.prefix, o.generation);
     this.cpKey = this.keyPrefix + genKeys.checkpoint(o.partitions, o.partition);
+    this.cpEventKey = this.keyPrefix + genKeys.checkpointEvent(o.partitions, o.partition);
     this.readyKey = this.keyPrefix + genKeys.caughtUp(o.partitions, o.partition);
     this.eventsKey = controlKeys(o.prefix).clientEvents(o.partitions, o.partition);
     this.invKey = controlKeys(o.prefix).invalidations(o.partitions, o.partition);
@@ -100,6 +103,11 @@ export class PartitionRunner {
     return this.checkpoint;
   }
 
+  /** The last position committed and the id of the event there (undefined before the first commit of a checkpoint written before ids were). */
+  get anchor(): { position: bigint; eventId: string } | undefined {
+    return this.checkpoint !== undefined && this.checkpointEvent !== undefined ? { position: this.checkpoint, eventId: this.checkpointEvent } : undefined;
+  }
+
   /** True while this runner is rebuilding from zero (before it first caught up). */
   get isRebuilding(): boolean {
     return this.rebuilding;
@@ -107,8 +115,9 @@ export class PartitionRunner {
 
   /** Loads the checkpoint and starts following the log. */
   async start(): Promise<void> {
-    const raw = await this.o.redis.get(this.cpKey);
-    this.checkpoint = raw === null ? undefined : BigInt(raw);
+    const [raw, rawEvent] = await this.o.redis.mget(this.cpKey, this.cpEventKey);
+    this.checkpoint = raw === null || raw === undefined ? undefined : BigInt(raw);
+    this.checkpointEvent = this.checkpoint === undefined ? undefined : (rawEvent ?? undefined);
     this.o.log.info(
       { partition: this.o.partition, generation: this.o.generation, checkpoint: raw, rebuilding: this.rebuilding },
       'projector partition starting',
@@ -167,7 +176,7 @@ export class PartitionRunner {
       }
       if (this.handles(raw)) applied++;
       if (tx.ops.length >= maxOps) {
-        await this.commit(tx, raw.position, applied, seen, [...poison.values()]);
+        await this.commit(tx, raw, applied, seen, [...poison.values()]);
         if (this.stopped) return;
         tx = this.newTx();
         applied = 0;
@@ -176,7 +185,7 @@ export class PartitionRunner {
         poison = new Map();
       }
     }
-    await this.commit(tx, events[events.length - 1]!.position, applied, seen, [...poison.values()]);
+    await this.commit(tx, events[events.length - 1]!, applied, seen, [...poison.values()]);
   }
 
   /** Whether this partition projects the event at all. */
@@ -221,7 +230,8 @@ export class PartitionRunner {
     return new BatchTx(this.o.redis, this.keyPrefix, this.cache, this.o.partition, this.rebuilding);
   }
 
-  private async commit(tx: BatchTx, position: bigint, applied: number, seen: number, quarantined: readonly QuarantinedEvent[] = []): Promise<void> {
+  private async commit(tx: BatchTx, last: RecordedEvent, applied: number, seen: number, quarantined: readonly QuarantinedEvent[] = []): Promise<void> {
+    const position = last.position;
     await this.o.beforeExec?.();
     const r = this.o.redis;
     await r.watch(this.cpKey);
@@ -247,6 +257,8 @@ export class PartitionRunner {
     const qKey = this.keyPrefix + genKeys.quarantine(this.o.partitions, this.o.partition);
     for (const q of quarantined) m.hset(qKey, q.position, JSON.stringify(q));
     m.set(this.cpKey, position.toString());
+    // What the checkpoint points at: checked when the partition resumes (a log that went back in time fails it).
+    m.set(this.cpEventKey, last.id);
     const result = await m.exec();
     if (result === null) {
       this.lose('checkpoint changed during the commit');
@@ -255,6 +267,7 @@ export class PartitionRunner {
     const failed = result.find(([err]) => err);
     if (failed) throw failed[0];
     this.checkpoint = position;
+    this.checkpointEvent = last.id;
     tx.commitToCache();
     if (eventsAfter && tx.emitted.length > 0) {
       const p = eventsAfter.pipeline();

@@ -37,6 +37,8 @@ const schema = z
     WS_PUBLIC_URL: url.optional(),
     APP_URL: url.optional(),
     DATA_DIR: z.string().min(1).default('./data'),
+    /** The erasure record (accounts whose keys were destroyed; re-applied by a restore). Unset = DATA_DIR/erasures.jsonl. */
+    ERASURE_LOG: z.string().min(1).optional(),
     REDIS_URL: url.default('redis://127.0.0.1:6379'),
     REDIS_CLUSTER_NODES: z
       .string()
@@ -282,6 +284,8 @@ export interface Config {
   wsPublicUrl: string;
   appUrl: string;
   dataDir: string;
+  /** Path of the erasure record (src/backup/erasures.ts). */
+  erasureLog: string;
   /** `redis://…` (one Redis) or `redis-cluster://host:port,…` (REDIS_CLUSTER_NODES; `src/redis.ts` opens either). */
   redisUrl: string;
   redisPrefix: string;
@@ -491,6 +495,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     wsPublicUrl: c.WS_PUBLIC_URL ?? wsDefault,
     appUrl: c.APP_URL ?? publicUrl,
     dataDir: path.resolve(c.DATA_DIR),
+    erasureLog: path.resolve(c.ERASURE_LOG ?? path.join(c.DATA_DIR, 'erasures.jsonl')),
     redisUrl: c.REDIS_CLUSTER_NODES !== undefined ? clusterUrl(c.REDIS_CLUSTER_NODES) : c.REDIS_URL,
     redisPrefix: c.REDIS_PREFIX,
     eventStoreUrl: c.EVENTSTORE_URL,

@@ -18,6 +18,7 @@ import { deriveSecrets, type ServiceSecrets } from './domain/account/secrets.ts'
 import { openMailQueue } from './mail/queue.ts';
 import { resolveVapid } from './push/vapid.ts';
 import { openKeyStore, type KeyStore } from './personal/keyStore.ts';
+import { holdDataDir } from './backup/holders.ts';
 import { PersonalDataStore } from './personal/store.ts';
 import { createApiApp } from './http/app.ts';
 import type { AppDeps } from './http/deps.ts';
@@ -106,7 +107,7 @@ export async function serviceSecrets(config: Config, keys: KeyStore): Promise<Se
 
 /** The event store behind the personal-data boundary (what the operator tools read through). */
 export async function openReadableEventStore(config: Config, raw?: EventStore): Promise<PersonalDataStore> {
-  return new PersonalDataStore(raw ?? (await openEventStore(config)), openKeyStore(config.dataDir));
+  return new PersonalDataStore(raw ?? (await openEventStore(config)), openKeyStore(config.dataDir, config.erasureLog));
 }
 
 export { openEventStore };
@@ -155,6 +156,8 @@ const STOP_PART_MS = 5000;
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const log = opts.log ?? createLogger(config.logLevel, { roles: config.roles.join(',') });
   const ctl = controlKeys(config.redisPrefix);
+  // `npm run restore` refuses while a service process holds the data directory.
+  const release = holdDataDir(config.dataDir);
   const redisOpts = { maxRetriesPerRequest: 3, enableOfflineQueue: true, connectTimeout: 5000 };
   // Requests issue many small reads at once: the commands of one event-loop turn go out in one write.
   const redis = createRedis(config.redisUrl, { ...redisOpts, autoPipelining: true });
@@ -179,7 +182,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   });
   // Personal fields are sealed on append and opened on read (src/personal/); keys live outside the log.
   // Appends are timed and counted (eventstore_* metrics) under the sealing; everything else is the store itself.
-  const keys = openKeyStore(config.dataDir);
+  const keys = openKeyStore(config.dataDir, config.erasureLog);
   const store = new PersonalDataStore(instrumentStore(rawStore), keys);
   const secrets = await serviceSecrets(config, keys);
   const vapid = await resolveVapid(config, keys);
@@ -416,6 +419,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         redis.disconnect();
         if (!opts.store) await rawStore.close();
         await keys.close();
+        release();
       })());
     },
   };

@@ -496,6 +496,21 @@ export class KurrentEventStore implements EventStore {
     });
   }
 
+  /** Id of the event at a commit position of `$all` (a truncated or restored `$all` has none there, or another). */
+  async eventIdAt(position: bigint): Promise<string | undefined> {
+    try {
+      for await (const r of this.#client.readAll({ fromPosition: readPosition(position), direction: FORWARDS, maxCount: 1, filter: excludeSystemEvents() })) {
+        const e = toRecorded(r);
+        return e && e.position === position ? e.id : undefined;
+      }
+    } catch (err) {
+      // A position past the end, or not an event boundary of this log: nothing is there.
+      if (isClientError(err, ErrorType.INVALID_ARGUMENT)) return undefined;
+      throw err;
+    }
+    return undefined;
+  }
+
   /** Subscribes to `$all` after a checkpoint, delivering batches with back pressure. */
   subscribe(options: SubscribeOptions): Subscription {
     const batchSize = Math.max(1, options.batchSize ?? 500);

@@ -155,6 +155,12 @@ export interface EventStore {
   readAll(options?: ReadAllOptions): AsyncIterable<RecordedEvent>;
   /** Position of the last event in the log, or undefined when the log is empty. */
   headPosition(): Promise<bigint | undefined>;
+  /**
+   * Id of the event at exactly this position, or undefined when no event is there. A checkpoint records the id
+   * beside its position and resumes only where this still answers it: a log that went back in time (a restored
+   * backup, a promoted standby that lacked the last commits) answers another id or none.
+   */
+  eventIdAt(position: bigint): Promise<string | undefined>;
   /** Catches up from a checkpoint, then delivers live events, in position order. */
   subscribe(options: SubscribeOptions): Subscription;
   /**

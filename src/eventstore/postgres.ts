@@ -442,6 +442,12 @@ export class PostgresEventStore implements EventStore {
     return p === null || p === undefined ? undefined : BigInt(p);
   }
 
+  /** Id of the event at a position. */
+  async eventIdAt(position: bigint): Promise<string | undefined> {
+    const { rows } = await this.#pool.query<{ id: string }>('SELECT id FROM events WHERE position = $1', [String(position)]);
+    return rows[0]?.id;
+  }
+
   /** Wakes idle subscriptions. */
   wake(): void {
     for (const w of [...this.#wakers]) w();

@@ -114,6 +114,7 @@ export class SqliteEventStore implements EventStore {
     readBack: Database.Statement<[string, number, number], Row>;
     readAll: Database.Statement<[number, number], Row>;
     head: Database.Statement<[], { position: number | null }>;
+    idAt: Database.Statement<[number], { id: string }>;
   };
 
   constructor(file: string, opts: SqliteStoreOptions = {}) {
@@ -138,6 +139,7 @@ export class SqliteEventStore implements EventStore {
       ),
       readAll: this.db.prepare('SELECT * FROM events WHERE position > ? ORDER BY position ASC LIMIT ?'),
       head: this.db.prepare('SELECT MAX(position) AS position FROM events'),
+      idAt: this.db.prepare('SELECT id FROM events WHERE position = ?'),
     };
   }
 
@@ -147,6 +149,12 @@ export class SqliteEventStore implements EventStore {
 
   appendMany(writes: StreamWrite[]): Promise<AppendResult[]> {
     return this.enqueue(writes, () => validateWrites(writes));
+  }
+
+  /** Id of the event at a position (read from the file: another process, or a restore, may have written it). */
+  async eventIdAt(position: bigint): Promise<string | undefined> {
+    if (position <= 0n || position > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
+    return this.stmt.idAt.get(Number(position))?.id;
   }
 
   /** The store's identity (created with the file). */

@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
+import { recordErasure } from '../backup/erasures.ts';
 
 /** Where per-subject keys live. */
 export interface KeyStore {
@@ -37,7 +38,11 @@ export class SqliteKeyStore implements KeyStore {
   private readonly getSecret: Database.Statement;
   private readonly insertSecret: Database.Statement;
 
-  constructor(file: string) {
+  /** `erasureLog`: the append-only record every destruction is also written to (src/backup/erasures.ts). */
+  constructor(
+    file: string,
+    private readonly erasureLog?: string,
+  ) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
@@ -76,7 +81,10 @@ export class SqliteKeyStore implements KeyStore {
   async destroy(subject: string): Promise<void> {
     const before = this.row(subject);
     if (before && before.destroyed_at) return;
-    this.shred.run(subject, new Date().toISOString());
+    const at = new Date().toISOString();
+    // Recorded before the key goes: a restore re-applies the record, so a crash in between errs on erasure.
+    if (this.erasureLog) recordErasure(this.erasureLog, { subject, at });
+    this.shred.run(subject, at);
     // Move the change out of the WAL into the main file (whose freed page secure_delete zeroed) and empty the WAL.
     this.db.pragma('wal_checkpoint(TRUNCATE)');
   }
@@ -95,7 +103,7 @@ export class SqliteKeyStore implements KeyStore {
   }
 }
 
-/** Opens the key store of a data directory. */
-export function openKeyStore(dataDir: string): SqliteKeyStore {
-  return new SqliteKeyStore(path.join(dataDir, 'keys.sqlite'));
+/** Opens the key store of a data directory (destructions are also recorded in `erasureLog`, when given). */
+export function openKeyStore(dataDir: string, erasureLog?: string): SqliteKeyStore {
+  return new SqliteKeyStore(path.join(dataDir, 'keys.sqlite'), erasureLog);
 }

@@ -144,6 +144,10 @@ export class PersonalDataStore implements EventStore {
     return this.inner.identity();
   }
 
+  eventIdAt(position: bigint): Promise<string | undefined> {
+    return this.inner.eventIdAt(position);
+  }
+
   subscribe(options: SubscribeOptions): Subscription {
     return this.inner.subscribe({
       ...options,

@@ -9,7 +9,8 @@
  * (`workers/previews/worker.ts`), so an edit's job and the send's job never disagree.
  */
 import { Queue } from 'bullmq';
-import type { EventStore, RecordedEvent, Subscription } from '../eventstore/port.ts';
+import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
+import { followLog } from '../eventstore/rewind.ts';
 import type { Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
 import { MESSAGE_STREAM } from '../domain/message/events.ts';
@@ -24,9 +25,6 @@ export interface PreviewJob {
   messageId: string;
   channelId: string;
 }
-
-/** Keeps the checkpoint at the highest position given (several workers move it concurrently). */
-const MAX_CP = `local c = redis.call('get', KEYS[1]) if (not c) or tonumber(c) < tonumber(ARGV[1]) then redis.call('set', KEYS[1], ARGV[1]) end return 1`;
 
 /** The preview job an event asks for (with its id), or undefined. */
 export function previewJobOf(e: RecordedEvent): { id: string; job: PreviewJob } | undefined {
@@ -55,17 +53,6 @@ export async function startPreviewProducer(o: {
   log: Logger;
 }): Promise<PreviewProducer> {
   const cpKey = `${o.redisPrefix}previews:cp`;
-  let raw = await o.redis.get(cpKey);
-  if (raw === null) {
-    // The first worker ever: start at the head, and remember it at once (a worker that stops before any
-    // event arrives must not make the next one start at a later head and skip what came between).
-    const head = (await o.store.headPosition()) ?? 0n;
-    await o.redis.set(cpKey, head.toString(), 'NX');
-    raw = (await o.redis.get(cpKey)) ?? head.toString();
-  }
-  const after = BigInt(raw) > 0n ? BigInt(raw) : undefined;
-  let resolveCaughtUp!: () => void;
-  const caughtUp = new Promise<void>((r) => (resolveCaughtUp = r));
   const opts = {
     attempts: o.attempts,
     backoff: { type: 'exponential', delay: 500 },
@@ -73,10 +60,14 @@ export async function startPreviewProducer(o: {
     removeOnComplete: { age: 3600 },
     removeOnFail: { age: 24 * 3600 },
   };
-  const sub: Subscription = o.store.subscribe({
-    ...(after !== undefined ? { after } : {}),
-    onCaughtUp: () => resolveCaughtUp(),
-    onError: (err) => o.log.error({ err }, 'preview subscription failed'),
+  // The checkpoint is checked against the log (src/eventstore/rewind.ts): after a restore or a failover the
+  // producer follows the log from its recorded rewind, never previewing a message twice.
+  const follower = await followLog({
+    store: o.store,
+    redis: o.redis,
+    cpKey,
+    by: 'previews',
+    log: o.log,
     onEvents: async (events) => {
       const jobs = [];
       for (const e of events) {
@@ -84,13 +75,10 @@ export async function startPreviewProducer(o: {
         if (p) jobs.push({ name: PREVIEW_JOB, data: p.job, opts: { ...opts, jobId: p.id } });
       }
       if (jobs.length > 0) await o.queue.addBulk(jobs);
-      await o.redis.eval(MAX_CP, 1, cpKey, events[events.length - 1]!.position.toString());
     },
   });
   return {
-    caughtUp,
-    async close() {
-      await sub.close();
-    },
+    caughtUp: follower.caughtUp,
+    close: () => follower.close(),
   };
 }

@@ -69,6 +69,11 @@ export function generationPrefix(prefix: string, gen: number): string {
 export const genKeys = {
   /** Checkpoint (global position, decimal) of partition i of n. */
   checkpoint: (partitions: number, i: number) => `cp:${partitions}:${i}`,
+  /**
+   * Id of the event at partition i of n's checkpoint, written in the checkpoint's MULTI: the projector resumes
+   * only when the log still holds that event there (a log that went back in time starts a new generation).
+   */
+  checkpointEvent: (partitions: number, i: number) => `cpe:${partitions}:${i}`,
   /** Set once partition i of n has caught up with the log in this generation. */
   caughtUp: (partitions: number, i: number) => `ready:${partitions}:${i}`,
   /**

@@ -112,18 +112,26 @@ export class SearchIndex {
     return row ? BigInt(row.value) : undefined;
   }
 
+  /** Id of the event at the checkpoint (undefined before the first event, or in an index written before ids were). */
+  checkpointEvent(): string | undefined {
+    return this.q.getMeta.get('checkpoint_event')?.value;
+  }
+
   /**
    * Applies a batch of log events and moves the checkpoint to the last one's position, atomically and only
    * if the stored checkpoint is still `expected` (else `SearchCheckpointMoved`, nothing written).
    */
   applyBatch(events: readonly RecordedEvent[], expected: bigint | undefined, upcast: (e: RecordedEvent) => StoredEvent): bigint {
-    const last = events[events.length - 1]!.position;
+    const lastEvent = events[events.length - 1]!;
+    const last = lastEvent.position;
     this.db
       .transaction(() => {
         const stored = this.checkpoint();
         if (stored !== expected) throw new SearchCheckpointMoved(stored, expected);
         for (const raw of events) if (SEARCH_EVENT_TYPES.has(raw.type)) this.apply(upcast(raw));
         this.q.setMeta.run('checkpoint', last.toString());
+        // What the checkpoint points at: a log that went back in time no longer holds it (the indexer starts over).
+        this.q.setMeta.run('checkpoint_event', lastEvent.id);
       })
       .immediate();
     return last;
@@ -309,7 +317,7 @@ export class SearchIndex {
   reset(): void {
     this.db
       .transaction(() => {
-        this.db.exec("DELETE FROM doc; DELETE FROM gone_channel; INSERT INTO fts(fts) VALUES('delete-all'); DELETE FROM meta WHERE key = 'checkpoint';");
+        this.db.exec("DELETE FROM doc; DELETE FROM gone_channel; INSERT INTO fts(fts) VALUES('delete-all'); DELETE FROM meta WHERE key IN ('checkpoint', 'checkpoint_event');");
       })
       .immediate();
   }

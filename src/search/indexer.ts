@@ -47,6 +47,9 @@ export class SearchIndexer {
   private checkpoint: bigint | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Checking the checkpoint before following (the next tick must not start a second subscription). */
+  private starting = false;
+  private checking = false;
   private caughtUpResolve!: () => void;
   /** Resolves once this indexer has applied everything that existed when it took the lease. */
   readonly caughtUp: Promise<void>;
@@ -86,6 +89,7 @@ export class SearchIndexer {
       void this.unfollow().then(() => this.tick());
       return;
     }
+    if (held && this.sub) void this.checkAnchor();
     if (held && !this.sub) this.follow();
     else if (!held && this.sub) {
       this.o.log.warn('search index lease lost; another indexer writes now');
@@ -93,8 +97,52 @@ export class SearchIndexer {
     }
   }
 
+  /**
+   * Whether the log still holds the event the index's checkpoint points at; if not (a restored backup, a failed-over
+   * store: the log went back in time) the index is emptied and rebuilt from the log as it is.
+   */
+  private async anchorHolds(index: SearchIndex): Promise<boolean> {
+    const cp = index.checkpoint();
+    const id = index.checkpointEvent();
+    if (cp === undefined || id === undefined) return true;
+    const found = await this.o.store.eventIdAt(cp);
+    if (found === id || this.index !== index || this.stopped) return true;
+    this.o.log.error({ checkpoint: cp.toString(), expected: id, found: found ?? null }, 'the event log went back in time: rebuilding the search index from the log as it is');
+    index.reset();
+    return false;
+  }
+
+  /** Checks the running indexer's checkpoint against the log (one read per lease renewal). */
+  private async checkAnchor(): Promise<void> {
+    if (this.checking || !this.index) return;
+    this.checking = true;
+    try {
+      // A reset makes the next tick see the checkpoint moved, and start over from zero.
+      await this.anchorHolds(this.index);
+    } catch (err) {
+      this.o.log.warn({ err }, 'search checkpoint check failed');
+    } finally {
+      this.checking = false;
+    }
+  }
+
   private follow(): void {
+    if (this.starting) return;
+    this.starting = true;
     const index = this.index!;
+    this.anchorHolds(index).then(
+      () => {
+        this.starting = false;
+        if (!this.stopped && !this.sub && this.index === index) this.subscribe(index);
+      },
+      (err: unknown) => {
+        this.starting = false;
+        this.o.log.warn({ err }, 'search checkpoint check failed; trying again');
+      },
+    );
+  }
+
+  private subscribe(index: SearchIndex): void {
     this.checkpoint = index.checkpoint();
     this.o.log.info({ checkpoint: this.checkpoint?.toString() }, 'search indexer following the log');
     // Live events come a few at a time (each group commit of the log): they are gathered for a moment and

@@ -100,6 +100,11 @@ export interface KurrentDouble {
   becomeFollower(n: number): void;
   /** Ends every open subscription from the server side (like a node restart or a leader change). */
   dropSubscriptions(): void;
+  /**
+   * Cuts `$all` back to its events up to `position` (a node restored from a backup, or a cluster that lost its
+   * last commits); later writes continue from the end of what is left, so they may take the positions of lost events.
+   */
+  truncate(position: bigint): void;
   /** Shuts the server down, cancelling open subscriptions. */
   stop(): Promise<void>;
 }
@@ -593,6 +598,19 @@ export async function startKurrentDouble(options: KurrentDoubleOptions = {}): Pr
     },
     dropSubscriptions: () => {
       for (const s of subscriptions) s.end();
+    },
+    truncate: (position: bigint) => {
+      const keep = log.filter((e) => e.position <= position);
+      log.length = 0;
+      log.push(...keep);
+      streams.clear();
+      for (const e of keep) {
+        const s = streams.get(e.stream) ?? [];
+        s.push(e);
+        streams.set(e.stream, s);
+      }
+      const last = keep[keep.length - 1];
+      nextPosition = last ? last.position + 80n + BigInt(last.stream.length + last.type.length + last.data.length + last.customMetadata.length) : 4096n;
     },
     stop: async () => {
       for (const s of subscriptions) s.end();

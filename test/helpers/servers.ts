@@ -61,7 +61,7 @@ export async function dumpGeneration(redis: Redis, generationPrefix: string): Pr
   const out: Record<string, unknown> = {};
   for (const full of keys.sort()) {
     const key = full.slice(generationPrefix.length);
-    if (key.startsWith('cp:') || key.startsWith('ready:') || key === 'store') continue;
+    if (key.startsWith('cp:') || key.startsWith('cpe:') || key.startsWith('ready:') || key === 'store') continue;
     const type = await redis.type(full);
     if (type === 'string') out[key] = JSON.parse((await redis.get(full))!);
     else if (type === 'hash') {

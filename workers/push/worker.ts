@@ -33,7 +33,8 @@ import type { AccountState } from '../../src/domain/account/state.ts';
 import { SYSTEM_AUTHOR, type MessageObject } from '../../src/domain/message/events.ts';
 import { RELATIONS_STREAM } from '../../src/domain/relationship/events.ts';
 import { recipientsOf, type PrivateChannelState } from '../../src/domain/private/state.ts';
-import type { EventStore, Subscription } from '../../src/eventstore/port.ts';
+import type { EventStore } from '../../src/eventstore/port.ts';
+import { followLog } from '../../src/eventstore/rewind.ts';
 import type { Logger } from '../../src/log.ts';
 import { timedJob, trackQueue } from '../../src/metrics/registry.ts';
 import { checkUrl, guardedAgents, OutboundRefused } from '../../src/outbound/policy.ts';
@@ -124,7 +125,6 @@ export interface PushWorker {
 /** Seconds a push service keeps an undelivered notification. */
 const PUSH_TTL_SECONDS = 24 * 3600;
 
-const MAX_CP = `local c = redis.call('get', KEYS[1]) if (not c) or tonumber(c) < tonumber(ARGV[1]) then redis.call('set', KEYS[1], ARGV[1]) end return 1`;
 
 /**
  * Admits one send into a user's budget. KEYS: the user's sorted set (member = send job id, score = when it was
@@ -338,21 +338,14 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     if (job && (err instanceof UnrecoverableError || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1))) release(job);
   });
 
-  let raw = await redis.get(cpKey);
-  if (raw === null) {
-    // The first worker ever: start at the head, and remember it at once (a worker that stops before any
-    // event arrives must not make the next one start at a later head and skip what came between).
-    const head = (await store.headPosition()) ?? 0n;
-    await redis.set(cpKey, head.toString(), 'NX');
-    raw = (await redis.get(cpKey)) ?? head.toString();
-  }
-  const after = BigInt(raw) > 0n ? BigInt(raw) : undefined;
-  let resolveCaughtUp!: () => void;
-  const caughtUp = new Promise<void>((r) => (resolveCaughtUp = r));
-  const sub: Subscription = store.subscribe({
-    ...(after !== undefined ? { after } : {}),
-    onCaughtUp: () => resolveCaughtUp(),
-    onError: (err) => log.error({ err }, 'push subscription failed'),
+  // Checked against the log on every start (src/eventstore/rewind.ts): a restored or failed-over log is followed
+  // from its recorded rewind, so no notification is sent twice.
+  const sub = await followLog({
+    store,
+    redis,
+    cpKey,
+    by: 'push',
+    log,
     onEvents: async (events) => {
       const jobs: Array<{ name: string; data: MessageJob | FriendJob | CallJob; opts: { jobId: string } & typeof retry }> = [];
       for (const e of events) {
@@ -389,11 +382,10 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
         jobs.push({ name: 'message', data, opts: { ...retry, jobId: `m-${sent.message._id}` } });
       }
       if (jobs.length > 0) await queue.addBulk(jobs);
-      await redis.eval(MAX_CP, 1, cpKey, events[events.length - 1]!.position.toString());
     },
   });
   return {
-    caughtUp,
+    caughtUp: sub.caughtUp,
     queue: queue as Queue,
     async close() {
       await sub.close();

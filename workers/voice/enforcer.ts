@@ -26,7 +26,8 @@ import { channelAccess } from '../../src/access.ts';
 import type { Config } from '../../src/config.ts';
 import type { ServerVoiceState } from '../../src/domain/voice/state.ts';
 import { AppError } from '../../src/errors.ts';
-import type { EventStore, Subscription } from '../../src/eventstore/port.ts';
+import type { EventStore } from '../../src/eventstore/port.ts';
+import { followLog } from '../../src/eventstore/rewind.ts';
 import type { Logger } from '../../src/log.ts';
 import { timedJob, trackQueue } from '../../src/metrics/registry.ts';
 import { Permission } from '../../src/permissions/bits.ts';
@@ -118,7 +119,6 @@ export interface VoiceEnforcer {
   close(): Promise<void>;
 }
 
-const MAX_CP = `local c = redis.call('get', KEYS[1]) if (not c) or tonumber(c) < tonumber(ARGV[1]) then redis.call('set', KEYS[1], ARGV[1]) end return 1`;
 
 /** Starts the enforcer (only with voice enabled). */
 export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<VoiceEnforcer> {
@@ -212,14 +212,14 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
     }
   };
 
-  const raw = await redis.get(cpKey);
-  const after = raw === null ? await store.headPosition() : BigInt(raw);
-  let resolveCaughtUp!: () => void;
-  const caughtUp = new Promise<void>((r) => (resolveCaughtUp = r));
-  const sub: Subscription = store.subscribe({
-    ...(after !== undefined ? { after } : {}),
-    onCaughtUp: () => resolveCaughtUp(),
-    onError: (err) => log.error({ err }, 'voice enforcer subscription failed'),
+  // Checked against the log on every start (src/eventstore/rewind.ts): a restored or failed-over log is followed
+  // from its recorded rewind.
+  const sub = await followLog({
+    store,
+    redis,
+    cpKey,
+    by: 'voice-enforcer',
+    log,
     onEvents: async (events) => {
       const jobs = new Map<string, CheckJob>();
       for (const e of events) {
@@ -250,11 +250,10 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
         if (!job.rooms?.length && (!st || Object.keys(st.participants).length === 0)) continue;
         await queue.add('check', job, { jobId: `${job.serverId}-${job.position}`, attempts: 5, backoff: { type: 'exponential', delay: 500 }, removeOnComplete: 1000, removeOnFail: 1000 });
       }
-      await redis.eval(MAX_CP, 1, cpKey, events[events.length - 1]!.position.toString());
     },
   });
   return {
-    caughtUp,
+    caughtUp: sub.caughtUp,
     async close() {
       await sub.close();
       untrack();
