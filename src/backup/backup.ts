@@ -27,7 +27,7 @@ import { PersonalDataStore } from '../personal/store.ts';
 import { SqliteKeyStore } from '../personal/keyStore.ts';
 import { evolveAccount, type AccountState } from '../domain/account/state.ts';
 import { upcast } from '../domain/events.ts';
-import { deletionWrites } from '../http/routes/auth/accountDeletion.ts';
+import { accountDeletionWrites } from '../http/routes/auth/accountDeletion.ts';
 import { mergeErasures, readErasures } from './erasures.ts';
 import { liveHolders } from './holders.ts';
 
@@ -231,7 +231,11 @@ export async function restoreBackup(config: Config, from: string, log?: Logger):
   return { manifest, reapplied, notes };
 }
 
-/** Appends an account's deletion again when the restored log lacks it (its key is already destroyed). */
+/**
+ * Appends an account's deletion again when the restored log lacks it (its key is already destroyed). Its bots are
+ * not deleted again here (no read models to find them while restoring); their tokens are refused all the same,
+ * since a bot whose owner is deleted never authenticates (`resolveBotToken`).
+ */
 async function reapplyDeletion(store: EventStore, userId: string): Promise<boolean> {
   const stream = `account-${userId}`;
   let state: AccountState | null = null;
@@ -241,7 +245,7 @@ async function reapplyDeletion(store: EventStore, userId: string): Promise<boole
     revision = e.revision;
   }
   if (!state || state.deleted || revision < 0) return false;
-  const writes: StreamWrite[] = deletionWrites(state, []).map((w) => ({
+  const writes: StreamWrite[] = accountDeletionWrites(state, []).map((w) => ({
     stream: w.stream,
     expected: w.expected,
     events: w.events.map((ev) => ({

@@ -12,6 +12,13 @@ import { botDeletionWrites, loadOwnedBots } from '../bots/load.ts';
  * outlives its owner.
  */
 export async function deletionWrites(deps: Pick<AppDeps, 'readModels' | 'store'>, state: AccountState, first: DomainEvent[]): Promise<Write[]> {
+  const writes = accountDeletionWrites(state, first);
+  writes.push(...(await botDeletionWrites(deps, state.userId, await loadOwnedBots(deps, state.userId))));
+  return writes;
+}
+
+/** The account's own part of a deletion (sessions revoked, `AccountDeleted`, email released), without its bots. */
+export function accountDeletionWrites(state: AccountState, first: DomainEvent[]): Write[] {
   const events: DomainEvent[] = [
     ...first,
     ...Object.keys(state.sessions).map((sessionId) => ({ type: 'SessionRevoked', data: { sessionId } }) as DomainEvent),
@@ -19,7 +26,5 @@ export async function deletionWrites(deps: Pick<AppDeps, 'readModels' | 'store'>
   ];
   const writes: Write[] = [{ stream: `account-${state.userId}`, scope: state.userId, expected: state.revision, events }];
   if (state.emailKey) writes.push({ stream: `email-${state.emailKey}`, scope: state.userId, expected: 'any', events: [{ type: 'EmailReleased', data: { userId: state.userId } }] });
-  writes.push(...(await botDeletionWrites(deps, state.userId, await loadOwnedBots(deps, state.userId))));
   return writes;
 }
-
