@@ -54,6 +54,11 @@ const schema = z
       .string()
       .regex(/^((kurrentdb|kurrent|esdb|kdb)(\+discover)?|postgres|postgresql):\/\//, 'must be a kurrentdb://, kurrent://, esdb://, postgres:// or postgresql:// connection string')
       .optional(),
+    /** Where the crypto-shredding key store lives: a postgres:// URL or a SQLite file path (default: beside the event store). */
+    KEYSTORE_URL: z
+      .string()
+      .refine((v) => /^postgres(ql)?:\/\//.test(v) || !/^[a-z][a-z0-9+.-]*:\/\//i.test(v), 'must be a postgres:// or postgresql:// connection string or a SQLite file path')
+      .optional(),
     /**
      * The embedded SQLite store's group commit: how long a queued group may wait for appends that commands still
      * deciding have announced (ms; 0 = commit every turn of the event loop). Never waits when nothing is announced.
@@ -156,7 +161,7 @@ const schema = z
     MAIL_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(12),
     /** Lifetime of a verification, reset or deletion link (seconds). */
     EMAIL_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
-    /** Master secret (≥ 32 bytes as 64+ hex characters or base64): TOTP secrets at rest, keyed email lookups. Unset = generated once and kept in DATA_DIR/keys.sqlite. */
+    /** Master secret (≥ 32 bytes as 64+ hex characters or base64): TOTP secrets at rest, keyed email lookups. Unset = generated once and kept in the key store (KEYSTORE_URL). */
     SECRETS_KEY: z
       .string()
       .refine((v) => secretBytes(v) !== null, 'must be at least 32 bytes, as hex (64+ characters) or base64')
@@ -179,7 +184,7 @@ const schema = z
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
     /** Private ranges (comma-separated CIDRs) that outbound requests — previews, the image proxy, push — may reach; empty = none. */
     OUTBOUND_ALLOW_PRIVATE: z.string().refine(isValidAllowList, 'comma-separated CIDRs or addresses, e.g. 127.0.0.0/8,10.0.0.0/8').optional(),
-    /** VAPID public key (base64url of the 65-byte uncompressed P-256 point); with VAPID_PRIVATE_KEY, or neither (generated once, kept in DATA_DIR/keys.sqlite). */
+    /** VAPID public key (base64url of the 65-byte uncompressed P-256 point); with VAPID_PRIVATE_KEY, or neither (generated once, kept in the key store). */
     VAPID_PUBLIC_KEY: z.string().refine((v) => vapidPublicBytes(v) !== null, 'must be base64url of a 65-byte uncompressed P-256 public key').optional(),
     /** VAPID private key (base64url of the 32-byte P-256 scalar). */
     VAPID_PRIVATE_KEY: z.string().refine((v) => vapidPrivateBytes(v) !== null, 'must be base64url of a 32-byte P-256 private key').optional(),
@@ -266,6 +271,8 @@ export interface Config {
   redisPrefix: string;
   /** KurrentDB connection string; undefined = the embedded SQLite store under dataDir. */
   eventStoreUrl: string | undefined;
+  /** KEYSTORE_URL: a postgres:// URL or an absolute SQLite file path; undefined = beside the event store. */
+  keyStoreUrl: string | undefined;
   /** The SQLite store's longest hold of a group for announced appends (ms). */
   sqliteCommitDelayMs: number;
   roles: RoleName[];
@@ -451,6 +458,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: c.REDIS_CLUSTER_NODES !== undefined ? clusterUrl(c.REDIS_CLUSTER_NODES) : c.REDIS_URL,
     redisPrefix: c.REDIS_PREFIX,
     eventStoreUrl: c.EVENTSTORE_URL,
+    keyStoreUrl: c.KEYSTORE_URL === undefined || /^postgres(ql)?:\/\//.test(c.KEYSTORE_URL) ? c.KEYSTORE_URL : path.resolve(c.KEYSTORE_URL),
     sqliteCommitDelayMs: c.SQLITE_COMMIT_DELAY_MS,
     roles: c.ROLES,
     projectorPartitions: c.PROJECTOR_PARTITIONS,
