@@ -6,7 +6,7 @@ import { createECDH } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 import { TAGS } from '../workers/media/policy.ts';
-import { isValidAllowList, outboundPolicy, type OutboundPolicy } from './outbound/policy.ts';
+import { isValidAllowList, outboundPolicy, parseAllowList, type Cidr, type OutboundPolicy } from './outbound/policy.ts';
 import { clusterUrl } from './redis.ts';
 
 /** The roles a process can run (DESIGN §2). */
@@ -183,6 +183,8 @@ const schema = z
     /** Address the metrics listener binds to (loopback unless the operator opens it on purpose). */
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
     /** Private ranges (comma-separated CIDRs) that outbound requests — previews, the image proxy, push — may reach; empty = none. */
+    /** Proxies whose X-Forwarded-For is believed (CIDRs or addresses); empty = none: the socket's peer is the client. */
+    TRUST_PROXY: z.string().refine(isValidAllowList, 'comma-separated CIDRs or addresses of the proxies in front, e.g. 127.0.0.1,10.0.0.0/8').optional(),
     OUTBOUND_ALLOW_PRIVATE: z.string().refine(isValidAllowList, 'comma-separated CIDRs or addresses, e.g. 127.0.0.0/8,10.0.0.0/8').optional(),
     /** VAPID public key (base64url of the 65-byte uncompressed P-256 point); with VAPID_PRIVATE_KEY, or neither (generated once, kept in the key store). */
     VAPID_PUBLIC_KEY: z.string().refine((v) => vapidPublicBytes(v) !== null, 'must be base64url of a 65-byte uncompressed P-256 public key').optional(),
@@ -329,6 +331,8 @@ export interface Config {
   metrics: { port: number | undefined; host: string };
   /** Where outbound requests may connect (OUTBOUND_ALLOW_PRIVATE parsed; global unicast is always allowed). */
   outbound: OutboundPolicy;
+  /** TRUST_PROXY parsed: the proxies whose X-Forwarded-For names the client (empty: none). */
+  trustProxy: readonly Cidr[];
   /** Web Push: configured VAPID keys (undefined = generated and kept in the key store), subject, delivery bounds. */
   push: PushConfig;
   /** Link previews (Stoat's January): fetch limits, the per-URL cache and the job queue. */
@@ -500,6 +504,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     userServerLimit: c.USER_SERVER_LIMIT,
     metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
     outbound: outboundPolicy(c.OUTBOUND_ALLOW_PRIVATE),
+    trustProxy: parseAllowList(c.TRUST_PROXY),
     push: {
       vapid: c.VAPID_PUBLIC_KEY && c.VAPID_PRIVATE_KEY ? { publicKey: c.VAPID_PUBLIC_KEY.replace(/=+$/, ''), privateKey: c.VAPID_PRIVATE_KEY.replace(/=+$/, '') } : undefined,
       subject: c.VAPID_SUBJECT ?? subjectFromEmail(c.EMAIL_FROM),

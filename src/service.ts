@@ -343,6 +343,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       log,
       now,
       ...config.gateway,
+      trustProxy: config.trustProxy,
     });
     log.info({ url: apiUrl }, 'api listening');
   }
