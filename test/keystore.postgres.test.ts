@@ -124,11 +124,27 @@ t.test('KEYSTORE_URL is a postgres:// URL or a file path', async (t) => {
   t.same(at({ EVENTSTORE_URL: 'kurrentdb://h:2113?tls=false', KEYSTORE_URL: 'postgres://h/keys' }), { kind: 'postgres', url: 'postgres://h/keys' });
 });
 
+t.test('a Postgres deployment whose keys are still in DATA_DIR/keys.sqlite is refused, not started on an empty key table', async (t) => {
+  const url = await testDatabase(t, 'keys_legacy');
+  const dir = tempDir(t, 'stoat-legacy-keys');
+  const legacy = path.join(dir, 'keys.sqlite');
+  fs.writeFileSync(legacy, '');
+  const config = testConfig(t, { DATA_DIR: dir, EVENTSTORE_URL: url });
+  t.throws(() => keyStoreTarget(config), { name: 'ConfigError', message: /KEYSTORE_URL=.*keys\.sqlite/ });
+  const started = startService(config);
+  // Were it to start (the rule broken), it is stopped rather than left running.
+  t.teardown(() => started.then((s) => s.stop(), () => {}));
+  await t.rejects(started, { name: 'ConfigError' }, 'the start refuses');
+  t.same(keyStoreTarget(testConfig(t, { DATA_DIR: dir, EVENTSTORE_URL: url, KEYSTORE_URL: legacy })), { kind: 'sqlite', file: legacy }, 'KEYSTORE_URL naming it starts');
+});
+
 t.test('with KurrentDB the start refuses a key store only one machine reaches, unless KEYSTORE_URL is set', async (t) => {
   const double = await startKurrentDouble();
   t.teardown(() => double.stop());
   const config = testConfig(t, { EVENTSTORE_URL: double.url });
-  await t.rejects(startService(config), { name: 'ConfigError', message: /KEYSTORE_URL/ });
+  const started = startService(config);
+  t.teardown(() => started.then((s) => s.stop(), () => {}));
+  await t.rejects(started, { name: 'ConfigError', message: /KEYSTORE_URL/ });
   t.notOk(fs.existsSync(path.join(config.dataDir, 'keys.sqlite')), 'nothing was created');
   const keysUrl = await testDatabase(t, 'keys_kurrent');
   const s = await startTestService(t, { RATE_LIMITS: 'off', EVENTSTORE_URL: double.url, KEYSTORE_URL: keysUrl });

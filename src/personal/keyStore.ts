@@ -111,7 +111,8 @@ export type KeyStoreTarget = { kind: 'postgres'; url: string } | { kind: 'sqlite
 const POSTGRES_URL = /^postgres(ql)?:\/\//;
 
 /**
- * KEYSTORE_URL when set; else the Postgres event store's database; else `DATA_DIR/keys.sqlite`. With KurrentDB
+ * KEYSTORE_URL when set; else the Postgres event store's database (refused while an older `DATA_DIR/keys.sqlite`
+ * exists: its keys would be left behind); else `DATA_DIR/keys.sqlite`. With KurrentDB
  * and no KEYSTORE_URL it refuses (ConfigError): a file under DATA_DIR is reachable from one machine only, while
  * every machine of a KurrentDB deployment must read the same keys.
  */
@@ -119,7 +120,17 @@ export function keyStoreTarget(loc: KeyStoreLocation): KeyStoreTarget {
   if (loc.keyStoreUrl !== undefined) {
     return POSTGRES_URL.test(loc.keyStoreUrl) ? { kind: 'postgres', url: loc.keyStoreUrl } : { kind: 'sqlite', file: path.resolve(loc.keyStoreUrl) };
   }
-  if (loc.eventStoreUrl !== undefined && POSTGRES_URL.test(loc.eventStoreUrl)) return { kind: 'postgres', url: loc.eventStoreUrl };
+  if (loc.eventStoreUrl !== undefined && POSTGRES_URL.test(loc.eventStoreUrl)) {
+    // Before the key store moved into PostgreSQL a Postgres deployment kept its keys in DATA_DIR/keys.sqlite:
+    // starting on an empty table instead would make every sealed field unreadable and change the master secret.
+    const legacy = path.join(loc.dataDir, 'keys.sqlite');
+    if (fs.existsSync(legacy)) {
+      throw new ConfigError(
+        `invalid configuration: KEYSTORE_URL: ${legacy} holds keys from before the key store moved into PostgreSQL; set KEYSTORE_URL=${legacy} to keep using it`,
+      );
+    }
+    return { kind: 'postgres', url: loc.eventStoreUrl };
+  }
   if (loc.eventStoreUrl !== undefined) {
     throw new ConfigError(
       'invalid configuration: KEYSTORE_URL: required with a KurrentDB EVENTSTORE_URL (a postgres:// URL, or a SQLite file path every process of the deployment reaches)',
