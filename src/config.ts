@@ -6,7 +6,7 @@ import { createECDH } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 import { TAGS } from '../workers/media/policy.ts';
-import { isValidAllowList, outboundPolicy, type OutboundPolicy } from './outbound/policy.ts';
+import { isValidAllowList, outboundPolicy, parseAllowList, type Cidr, type OutboundPolicy } from './outbound/policy.ts';
 import { clusterUrl } from './redis.ts';
 
 /** The roles a process can run (DESIGN §2). */
@@ -55,6 +55,11 @@ const schema = z
     EVENTSTORE_URL: z
       .string()
       .regex(/^((kurrentdb|kurrent|esdb|kdb)(\+discover)?|postgres|postgresql):\/\//, 'must be a kurrentdb://, kurrent://, esdb://, postgres:// or postgresql:// connection string')
+      .optional(),
+    /** Where the crypto-shredding key store lives: a postgres:// URL or a SQLite file path (default: beside the event store). */
+    KEYSTORE_URL: z
+      .string()
+      .refine((v) => /^postgres(ql)?:\/\//.test(v) || !/^[a-z][a-z0-9+.-]*:\/\//i.test(v), 'must be a postgres:// or postgresql:// connection string or a SQLite file path')
       .optional(),
     /**
      * The embedded SQLite store's group commit: how long a queued group may wait for appends that commands still
@@ -166,7 +171,7 @@ const schema = z
     EMAIL_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
     /** Mails one address may be sent per hour (verification, reset, email change, deletion together); more are not sent. */
     MAIL_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(1).max(10_000).default(5),
-    /** Master secret (≥ 32 bytes as 64+ hex characters or base64): TOTP secrets at rest, keyed email lookups. Unset = generated once and kept in DATA_DIR/keys.sqlite. */
+    /** Master secret (≥ 32 bytes as 64+ hex characters or base64): TOTP secrets at rest, keyed email lookups. Unset = generated once and kept in the key store (KEYSTORE_URL). */
     SECRETS_KEY: z
       .string()
       .refine((v) => secretBytes(v) !== null, 'must be at least 32 bytes, as hex (64+ characters) or base64')
@@ -192,8 +197,10 @@ const schema = z
     /** Address the metrics listener binds to (loopback unless the operator opens it on purpose). */
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
     /** Private ranges (comma-separated CIDRs) that outbound requests — previews, the image proxy, push — may reach; empty = none. */
+    /** Proxies whose X-Forwarded-For is believed (CIDRs or addresses); empty = none: the socket's peer is the client. */
+    TRUST_PROXY: z.string().refine(isValidAllowList, 'comma-separated CIDRs or addresses of the proxies in front, e.g. 127.0.0.1,10.0.0.0/8').optional(),
     OUTBOUND_ALLOW_PRIVATE: z.string().refine(isValidAllowList, 'comma-separated CIDRs or addresses, e.g. 127.0.0.0/8,10.0.0.0/8').optional(),
-    /** VAPID public key (base64url of the 65-byte uncompressed P-256 point); with VAPID_PRIVATE_KEY, or neither (generated once, kept in DATA_DIR/keys.sqlite). */
+    /** VAPID public key (base64url of the 65-byte uncompressed P-256 point); with VAPID_PRIVATE_KEY, or neither (generated once, kept in the key store). */
     VAPID_PUBLIC_KEY: z.string().refine((v) => vapidPublicBytes(v) !== null, 'must be base64url of a 65-byte uncompressed P-256 public key').optional(),
     /** VAPID private key (base64url of the 32-byte P-256 scalar). */
     VAPID_PRIVATE_KEY: z.string().refine((v) => vapidPrivateBytes(v) !== null, 'must be base64url of a 32-byte P-256 private key').optional(),
@@ -291,6 +298,8 @@ export interface Config {
   redisPrefix: string;
   /** KurrentDB connection string; undefined = the embedded SQLite store under dataDir. */
   eventStoreUrl: string | undefined;
+  /** KEYSTORE_URL: a postgres:// URL or an absolute SQLite file path; undefined = beside the event store. */
+  keyStoreUrl: string | undefined;
   /** The SQLite store's longest hold of a group for announced appends (ms). */
   sqliteCommitDelayMs: number;
   /** The PostgreSQL store's session time limits (ms): lock wait, statement, idle inside a transaction. */
@@ -353,6 +362,8 @@ export interface Config {
   metrics: { port: number | undefined; host: string };
   /** Where outbound requests may connect (OUTBOUND_ALLOW_PRIVATE parsed; global unicast is always allowed). */
   outbound: OutboundPolicy;
+  /** TRUST_PROXY parsed: the proxies whose X-Forwarded-For names the client (empty: none). */
+  trustProxy: readonly Cidr[];
   /** Web Push: configured VAPID keys (undefined = generated and kept in the key store), subject, delivery bounds. */
   push: PushConfig;
   /** Link previews (Stoat's January): fetch limits, the per-URL cache and the job queue. */
@@ -499,6 +510,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: c.REDIS_CLUSTER_NODES !== undefined ? clusterUrl(c.REDIS_CLUSTER_NODES) : c.REDIS_URL,
     redisPrefix: c.REDIS_PREFIX,
     eventStoreUrl: c.EVENTSTORE_URL,
+    keyStoreUrl: c.KEYSTORE_URL === undefined || /^postgres(ql)?:\/\//.test(c.KEYSTORE_URL) ? c.KEYSTORE_URL : path.resolve(c.KEYSTORE_URL),
     sqliteCommitDelayMs: c.SQLITE_COMMIT_DELAY_MS,
     pgTimeouts: { lockMs: c.PG_LOCK_TIMEOUT_MS, statementMs: c.PG_STATEMENT_TIMEOUT_MS, idleInTransactionMs: c.PG_IDLE_TX_TIMEOUT_MS },
     roles: c.ROLES,
@@ -543,6 +555,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     settings: { writeMaxBytes: c.SETTINGS_WRITE_MAX_BYTES, logBytesPerDay: c.SETTINGS_LOG_BYTES_PER_DAY },
     metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
     outbound: outboundPolicy(c.OUTBOUND_ALLOW_PRIVATE),
+    trustProxy: parseAllowList(c.TRUST_PROXY),
     push: {
       vapid: c.VAPID_PUBLIC_KEY && c.VAPID_PRIVATE_KEY ? { publicKey: c.VAPID_PUBLIC_KEY.replace(/=+$/, ''), privateKey: c.VAPID_PRIVATE_KEY.replace(/=+$/, '') } : undefined,
       subject: c.VAPID_SUBJECT ?? subjectFromEmail(c.EMAIL_FROM),

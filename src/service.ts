@@ -17,7 +17,7 @@ import { openEventStore } from './eventstore/open.ts';
 import { deriveSecrets, type ServiceSecrets } from './domain/account/secrets.ts';
 import { openMailQueue } from './mail/queue.ts';
 import { resolveVapid } from './push/vapid.ts';
-import { openKeyStore, type KeyStore } from './personal/keyStore.ts';
+import { keyStoreTarget, openConfiguredKeyStore, type KeyStore } from './personal/keyStore.ts';
 import { holdDataDir } from './backup/holders.ts';
 import { PersonalDataStore } from './personal/store.ts';
 import { createApiApp } from './http/app.ts';
@@ -107,7 +107,7 @@ export async function serviceSecrets(config: Config, keys: KeyStore): Promise<Se
 
 /** The event store behind the personal-data boundary (what the operator tools read through). */
 export async function openReadableEventStore(config: Config, raw?: EventStore): Promise<PersonalDataStore> {
-  return new PersonalDataStore(raw ?? (await openEventStore(config)), openKeyStore(config.dataDir, config.erasureLog));
+  return new PersonalDataStore(raw ?? (await openEventStore(config)), await openConfiguredKeyStore(config));
 }
 
 export { openEventStore };
@@ -154,6 +154,8 @@ function closeServer(server: Server | undefined): Promise<void> {
 const STOP_PART_MS = 5000;
 
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
+  // Refuses a key store only one machine reaches (KurrentDB without KEYSTORE_URL) before anything is opened.
+  keyStoreTarget(config);
   const log = opts.log ?? createLogger(config.logLevel, { roles: config.roles.join(',') });
   const ctl = controlKeys(config.redisPrefix);
   // `npm run restore` refuses while a service process holds the data directory.
@@ -182,7 +184,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   });
   // Personal fields are sealed on append and opened on read (src/personal/); keys live outside the log.
   // Appends are timed and counted (eventstore_* metrics) under the sealing; everything else is the store itself.
-  const keys = openKeyStore(config.dataDir, config.erasureLog);
+  const keys = await openConfiguredKeyStore(config);
   const store = new PersonalDataStore(instrumentStore(rawStore), keys);
   const secrets = await serviceSecrets(config, keys);
   const vapid = await resolveVapid(config, keys);
@@ -344,6 +346,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       log,
       now,
       ...config.gateway,
+      trustProxy: config.trustProxy,
     });
     log.info({ url: apiUrl }, 'api listening');
   }

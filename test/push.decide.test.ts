@@ -9,7 +9,7 @@ import { checkPushKeys, decidePushGone, decidePushSubscribe, decidePushUnsubscri
 import { evolveAccount, type AccountState } from '../src/domain/account/state.ts';
 import type { DomainEvent } from '../src/domain/events.ts';
 import { AppError } from '../src/errors.ts';
-import { cutUtf8, parseNotificationSettings, pushCandidates, pushNotificationOf, settingsAllow, PUSH_BODY_BYTES } from '../src/push/notification.ts';
+import { couldPush, cutUtf8, parseNotificationSettings, pushCandidates, pushNotificationOf, settingsAllow, PUSH_BODY_BYTES } from '../src/push/notification.ts';
 import { newId, ulidTime } from '../src/ids.ts';
 
 function accountOf(events: DomainEvent[]): AccountState {
@@ -82,6 +82,19 @@ t.test('who is notified, and what settings allow', async (t) => {
   t.same(pushCandidates(m, undefined, ['a', 'x', 'y']), ['x', 'y'], 'private channel: the recipients');
   t.same(pushCandidates({ ...m, flags: 2 }, undefined, ['a', 'x']), [], 'SuppressNotifications');
   t.same(pushCandidates({ ...m, flags: 6 }, undefined, ['a', 'x']), [], 'SuppressNotifications with other flags');
+
+  // The log follower's filter: a queue job only where the fan-out could push.
+  const plain = { ...m, mentions: undefined };
+  t.ok(couldPush(m, undefined, false), 'server channel with a mention: a job');
+  t.notOk(couldPush(plain, undefined, false), 'server channel, no mention: no job');
+  t.notOk(couldPush({ ...m, mentions: ['a'] }, undefined, false), 'only the author mentioned: no job');
+  t.ok(couldPush(plain, ['c'], false), 'a mass mention expanded in mentionedUsers: a job');
+  t.notOk(couldPush(plain, [], false), 'an expansion that names nobody: no job');
+  t.ok(couldPush(plain, undefined, true), 'private channel: a job (its recipients are read by the fan-out)');
+  t.notOk(couldPush({ ...m, flags: 2 }, undefined, true), 'SuppressNotifications: no job, even in a DM');
+  for (const [msg, mentioned, priv] of [[m, undefined, false], [plain, undefined, false], [plain, ['c'], false], [{ ...m, flags: 2 }, ['b'], false]] as const) {
+    t.equal(couldPush(msg, mentioned, priv), pushCandidates(msg, mentioned, null).length > 0, 'agrees with the fan-out on server channels');
+  }
 
   const none = parseNotificationSettings(undefined);
   t.ok(settingsAllow(none, { channelId: 'd', serverId: null }, false), 'DM default all');

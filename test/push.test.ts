@@ -9,6 +9,7 @@
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import t from 'tap';
+import type tap from 'tap';
 import { runAdmin } from '../src/cli/accountsAdmin.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import type { AccountState } from '../src/domain/account/state.ts';
@@ -65,6 +66,15 @@ async function jobResult(q: Queue, id: string): Promise<unknown> {
       return state === 'completed' ? { v: (await Job.fromId(q, id))!.returnvalue } : undefined;
     })
   ).v;
+}
+
+/**
+ * Asserts that the log follower added no `message` job for `id`: once the job of `later` (a message sent after
+ * it that does push) exists, the follower has passed `id`, in log order.
+ */
+async function noMessageJob(t: Pick<typeof tap, 'equal'>, q: Queue, id: string, later: string, what: string): Promise<void> {
+  await until(`push job m-${later}`, async () => (await Job.fromId(q, `m-${later}`)) !== undefined);
+  t.equal(await Job.fromId(q, `m-${id}`), undefined, what);
 }
 
 /** Another process of the same service (same DATA_DIR and Redis prefix), stopped at teardown without deleting the prefix. */
@@ -172,7 +182,11 @@ t.test('push notifications', async (t) => {
     await until('the mention push', () => pushesOf(ep, id1).length > 0);
     t.equal(pushesOf(ep, id1)[0]!.payload.tag, srv.general);
     const plain = await send(alice, srv.general, 'nobody mentioned');
-    t.equal(await jobResult(q, `m-${plain}`), 0, 'no mention: nobody notified');
+    const selfOnly = await send(alice, srv.general, `only me <@${alice.userId}>`);
+    const marker = await send(alice, dm, 'after the plain ones');
+    await noMessageJob(t, q, plain, marker, 'no mention in a server channel: no queue job at all');
+    await noMessageJob(t, q, selfOnly, marker, 'only the author mentioned: no queue job either');
+    t.equal(pushesOf(ep, plain).length + pushesOf(ep, selfOnly).length, 0);
     const ws = await connectReady(s, bob.token);
     await until('bob online', async () => (await s.readModels.online([bob.userId])).has(bob.userId));
     const id2 = await send(alice, srv.general, `again <@${bob.userId}>`);
@@ -215,7 +229,11 @@ t.test('push notifications', async (t) => {
   t.test('SuppressNotifications (flag 2) pushes nothing', async (t) => {
     const r = await alice.api.post(`/channels/${dm}/messages`, { content: 'quiet', flags: 2 });
     t.equal(r.status, 200, r.text);
-    t.equal(await jobResult(q, `m-${r.body._id}`), 0);
+    const loud = await alice.api.post(`/channels/${srv.general}/messages`, { content: `<@${bob.userId}> quiet too?`, flags: 2 });
+    t.equal(loud.status, 200, loud.text);
+    const marker = await send(alice, dm, 'after the quiet ones');
+    await noMessageJob(t, q, r.body._id, marker, 'a suppressed DM: no queue job');
+    await noMessageJob(t, q, loud.body._id, marker, 'a suppressed mention: no queue job');
   });
 
   t.test('bad input: clear errors, nothing appended', async (t) => {

@@ -391,7 +391,9 @@ t.test('on PostgreSQL and KurrentDB the indexer thread opens the engine itself a
   t.teardown(() => double.stop());
   for (const [engine, url] of [['postgres', await testDatabase(t, 'search_thread')], ['kurrentdb', double.url]] as const) {
     t.test(engine, async (t) => {
-      const s = await startTestService(t, { RATE_LIMITS: 'off', EVENTSTORE_URL: url });
+      // KurrentDB holds no keys: the key store is named explicitly (a file here; every machine would need to reach it).
+      const keyStore: Record<string, string> = engine === 'kurrentdb' ? { KEYSTORE_URL: `${tempDir(t, 'stoat-keys')}/keys.sqlite` } : {};
+      const s = await startTestService(t, { RATE_LIMITS: 'off', EVENTSTORE_URL: url, ...keyStore });
       t.ok(s.searchIndexer instanceof SearchIndexerThread, 'indexed on a thread');
       const owner = await signup(s);
       const srv = await createServer(owner, `On ${engine}`);

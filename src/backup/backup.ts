@@ -24,7 +24,7 @@ import type { EventStore, StreamWrite } from '../eventstore/port.ts';
 import { openEventStore } from '../eventstore/open.ts';
 import { recordRewind, REWIND_STREAM } from '../eventstore/rewind.ts';
 import { PersonalDataStore } from '../personal/store.ts';
-import { SqliteKeyStore } from '../personal/keyStore.ts';
+import { keyStoreTarget, openConfiguredKeyStore } from '../personal/keyStore.ts';
 import { evolveAccount, type AccountState } from '../domain/account/state.ts';
 import { upcast } from '../domain/events.ts';
 import { accountDeletionWrites } from '../http/routes/auth/accountDeletion.ts';
@@ -45,6 +45,8 @@ export interface Manifest {
   events: number;
   /** Whether `events.sqlite` is in the backup (only on SQLite). */
   log: boolean;
+  /** Whether `keys.sqlite` (a SQLite key store) is in the backup; false when the keys live in PostgreSQL. */
+  keys?: boolean;
   /** Blobs in `files/`. */
   files: number;
   /** ISO-8601 time the backup was taken (when the log snapshot was). */
@@ -136,12 +138,17 @@ export async function takeBackup(config: Config, to: string, log?: Logger): Prom
         : 'The event log is in KurrentDB: back it up with KurrentDB’s own backups — this command does not copy it.',
     );
   }
-  const keysFile = path.join(config.dataDir, 'keys.sqlite');
-  if (fs.existsSync(keysFile)) await sqliteBackup(keysFile, path.join(dir, 'keys.sqlite'));
-  else notes.push(`no key store at ${keysFile}`);
+  const keyTarget = keyStoreTarget(config);
+  let keys = false;
+  if (keyTarget.kind === 'postgres') {
+    notes.push('The key store is in PostgreSQL (subject_keys, service_secrets): pg_dump of that database covers it — this command does not copy it.');
+  } else if (fs.existsSync(keyTarget.file)) {
+    await sqliteBackup(keyTarget.file, path.join(dir, 'keys.sqlite'));
+    keys = true;
+  } else notes.push(`no key store at ${keyTarget.file}`);
   const files = linkTree(path.join(config.dataDir, 'files'), path.join(dir, 'files'));
   if (fs.existsSync(config.erasureLog)) fs.copyFileSync(config.erasureLog, path.join(dir, 'erasures.jsonl'));
-  const manifest: Manifest = { format: 1, engine, store: described.store, head: described.head, events: described.events, log: engine === 'sqlite', files, takenAt };
+  const manifest: Manifest = { format: 1, engine, store: described.store, head: described.head, events: described.events, log: engine === 'sqlite', keys, files, takenAt };
   fs.writeFileSync(path.join(dir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   log?.info({ manifest }, 'backup taken');
   return { manifest, notes };
@@ -162,8 +169,13 @@ export function checkBackup(from: string): Manifest {
       throw new Error(`events.sqlite does not match the manifest (store ${d.store}, head ${d.head}, ${d.events} events; the manifest says ${m.store}, ${m.head}, ${m.events})`);
     }
   }
-  if (!fs.existsSync(path.join(dir, 'keys.sqlite'))) throw new Error('keys.sqlite is missing from the backup');
+  if (m.keys !== false && !fs.existsSync(path.join(dir, 'keys.sqlite'))) throw new Error('keys.sqlite is missing from the backup');
   return m;
+}
+
+/** Whether a backup holds `keys.sqlite` (manifests written before the field existed always did). */
+function holdsKeys(m: Manifest): boolean {
+  return m.keys !== false;
 }
 
 /** Result of a restore. */
@@ -189,8 +201,7 @@ export async function restoreBackup(config: Config, from: string, log?: Logger):
   fs.mkdirSync(config.dataDir, { recursive: true });
 
   // The files of the data directory are replaced, each through a temporary name and a rename.
-  const put = async (name: string) => {
-    const target = path.join(config.dataDir, name);
+  const put = async (name: string, target = path.join(config.dataDir, name)) => {
     const tmp = `${target}.restore-${process.pid}`;
     fs.rmSync(tmp, { force: true });
     await sqliteBackup(path.join(dir, name), tmp);
@@ -198,7 +209,12 @@ export async function restoreBackup(config: Config, from: string, log?: Logger):
     fs.renameSync(tmp, target);
   };
   if (manifest.log) await put('events.sqlite');
-  await put('keys.sqlite');
+  const keyTarget = keyStoreTarget(config);
+  if (holdsKeys(manifest)) {
+    if (keyTarget.kind !== 'sqlite') throw new Error('the backup holds a SQLite key store but the configuration names a PostgreSQL one: set KEYSTORE_URL to a file to restore it');
+    fs.mkdirSync(path.dirname(keyTarget.file), { recursive: true });
+    await put('keys.sqlite', keyTarget.file);
+  } else notes.push('the backup holds no key store (it was in PostgreSQL): restore that database with the log');
   const filesDir = path.join(config.dataDir, 'files');
   const aside = `${filesDir}.before-restore-${process.pid}`;
   if (fs.existsSync(filesDir)) fs.renameSync(filesDir, aside);
@@ -210,7 +226,7 @@ export async function restoreBackup(config: Config, from: string, log?: Logger):
   // The erasure record: this directory's (deletions after the backup) united with the backup's own.
   const erasures = mergeErasures(config.erasureLog, readErasures(path.join(dir, 'erasures.jsonl')));
   const raw = await openEventStore({ ...config, sqliteCommitDelayMs: 0 });
-  const keys = new SqliteKeyStore(path.join(config.dataDir, 'keys.sqlite'), config.erasureLog);
+  const keys = await openConfiguredKeyStore(config);
   const reapplied: string[] = [];
   try {
     if (engine === 'sqlite' && (await raw.identity()) !== manifest.store) throw new Error('the restored log has another identity than the manifest');

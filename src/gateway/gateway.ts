@@ -30,6 +30,8 @@ import { buildReady } from './ready.ts';
 import { PresenceTracker } from './presence.ts';
 import { GatewaySocket, type DropReason } from './socket.ts';
 import { ClientEventReader } from './streams.ts';
+import { requestAddress } from '../http/clientAddress.ts';
+import type { Cidr } from '../outbound/policy.ts';
 
 /** The path of the WebSocket endpoint on the API server. */
 export const GATEWAY_PATH = '/ws';
@@ -56,6 +58,8 @@ export interface GatewayOptions {
   maxSocketsPerUser?: number;
   /** Sockets one client address may hold on this process (default 64). */
   maxSocketsPerAddress?: number;
+  /** Proxies whose X-Forwarded-For names the client (TRUST_PROXY; default none: the socket's peer). */
+  trustProxy?: readonly Cidr[];
 }
 
 /** A socket relays at most one BeginTyping per channel in this many ms (a repeat inside it is dropped). */
@@ -295,7 +299,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
 
   const onConnection = (ws: WebSocket, req: IncomingMessage) => {
     const s = new GatewaySocket(ws, o.maxBufferedBytes, onDrop);
-    const address = req.socket.remoteAddress ?? '';
+    const address = requestAddress(req, o.trustProxy ?? []);
     ws.once('close', () => {
       const n = (perAddress.get(address) ?? 1) - 1;
       if (n <= 0) perAddress.delete(address);
@@ -339,7 +343,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"type":"InternalError"}');
       return;
     }
-    const address = req.socket.remoteAddress ?? '';
+    const address = requestAddress(req, o.trustProxy ?? []);
     const open = perAddress.get(address) ?? 0;
     if (open >= maxPerAddress) {
       socket.end('HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"retry_after":10000}');

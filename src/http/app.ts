@@ -20,6 +20,7 @@ import type { AppDeps } from './deps.ts';
 import { errorRenderer } from './middleware/errors.ts';
 import { closeUnreadRequests } from './middleware/linger.ts';
 import { countRequest, RATE_LIMIT_HEADERS, rateLimitHeaders } from './middleware/rateLimit.ts';
+import { clientAddressMiddleware } from './clientAddress.ts';
 import { classifyNeedsBody } from '../ratelimit/limiter.ts';
 import { readJsonBody } from './body.ts';
 import { paramsValid } from './params.ts';
@@ -297,6 +298,7 @@ export function createApiApp(deps: AppDeps, routes: readonly AnyRoute[]): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
 
+  app.use(clientAddressMiddleware(deps.config.trustProxy));
   app.use(httpMetrics('api'));
   app.use(requestLog(deps));
   app.use(closeUnreadRequests());

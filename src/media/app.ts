@@ -12,6 +12,7 @@ import { corsMiddleware, notFoundFallback, requestLog, requireCaller, resolveSes
 import { errorRenderer } from '../http/middleware/errors.ts';
 import { closeUnreadRequests } from '../http/middleware/linger.ts';
 import { countRequest, rateLimitHeaders } from '../http/middleware/rateLimit.ts';
+import { clientAddressMiddleware } from '../http/clientAddress.ts';
 import type { MediaDeps } from './deps.ts';
 import { paramsValid } from '../http/params.ts';
 import { mediaRoutes } from './routes/index.ts';
@@ -36,6 +37,7 @@ export function createMediaApp(deps: MediaDeps): Koa {
       await route.handle(ctx, deps, caller);
     });
   }
+  app.use(clientAddressMiddleware(deps.config.trustProxy));
   app.use(httpMetrics('media'));
   app.use(requestLog(deps));
   app.use(closeUnreadRequests());

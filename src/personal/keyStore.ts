@@ -6,13 +6,15 @@
  * The embedded adapter is a SQLite file of its own (`DATA_DIR/keys.sqlite`: WAL, synchronous=FULL,
  * secure_delete, the WAL checkpointed after every destruction so the key's bytes leave the disk). It is
  * durable on purpose: never Redis, which can be flushed — a lost key is a lost account. Several processes
- * on one machine share the file; across machines the port needs a shared durable store (see README).
+ * on one machine share the file; across machines the key store lives in PostgreSQL (`keyStorePostgres.ts`):
+ * by default in the Postgres event store's database, or wherever KEYSTORE_URL says (`openConfiguredKeyStore`).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { recordErasure } from '../backup/erasures.ts';
+import { ConfigError, type Config } from '../config.ts';
 
 /** Where per-subject keys live. */
 export interface KeyStore {
@@ -106,4 +108,49 @@ export class SqliteKeyStore implements KeyStore {
 /** Opens the key store of a data directory (destructions are also recorded in `erasureLog`, when given). */
 export function openKeyStore(dataDir: string, erasureLog?: string): SqliteKeyStore {
   return new SqliteKeyStore(path.join(dataDir, 'keys.sqlite'), erasureLog);
+}
+
+/** Where the key store is: the part of the configuration `openConfiguredKeyStore` reads. */
+export type KeyStoreLocation = Pick<Config, 'dataDir' | 'eventStoreUrl' | 'keyStoreUrl'> & Partial<Pick<Config, 'erasureLog'>>;
+
+/** The key store a configuration names: a PostgreSQL database or a SQLite file. */
+export type KeyStoreTarget = { kind: 'postgres'; url: string } | { kind: 'sqlite'; file: string };
+
+const POSTGRES_URL = /^postgres(ql)?:\/\//;
+
+/**
+ * KEYSTORE_URL when set; else the Postgres event store's database (refused while an older `DATA_DIR/keys.sqlite`
+ * exists: its keys would be left behind); else `DATA_DIR/keys.sqlite`. With KurrentDB
+ * and no KEYSTORE_URL it refuses (ConfigError): a file under DATA_DIR is reachable from one machine only, while
+ * every machine of a KurrentDB deployment must read the same keys.
+ */
+export function keyStoreTarget(loc: KeyStoreLocation): KeyStoreTarget {
+  if (loc.keyStoreUrl !== undefined) {
+    return POSTGRES_URL.test(loc.keyStoreUrl) ? { kind: 'postgres', url: loc.keyStoreUrl } : { kind: 'sqlite', file: path.resolve(loc.keyStoreUrl) };
+  }
+  if (loc.eventStoreUrl !== undefined && POSTGRES_URL.test(loc.eventStoreUrl)) {
+    // Before the key store moved into PostgreSQL a Postgres deployment kept its keys in DATA_DIR/keys.sqlite:
+    // starting on an empty table instead would make every sealed field unreadable and change the master secret.
+    const legacy = path.join(loc.dataDir, 'keys.sqlite');
+    if (fs.existsSync(legacy)) {
+      throw new ConfigError(
+        `invalid configuration: KEYSTORE_URL: ${legacy} holds keys from before the key store moved into PostgreSQL; set KEYSTORE_URL=${legacy} to keep using it`,
+      );
+    }
+    return { kind: 'postgres', url: loc.eventStoreUrl };
+  }
+  if (loc.eventStoreUrl !== undefined) {
+    throw new ConfigError(
+      'invalid configuration: KEYSTORE_URL: required with a KurrentDB EVENTSTORE_URL (a postgres:// URL, or a SQLite file path every process of the deployment reaches)',
+    );
+  }
+  return { kind: 'sqlite', file: path.join(loc.dataDir, 'keys.sqlite') };
+}
+
+/** Opens the key store the configuration names (see `keyStoreTarget`). */
+export async function openConfiguredKeyStore(loc: KeyStoreLocation): Promise<KeyStore> {
+  const target = keyStoreTarget(loc);
+  if (target.kind === 'sqlite') return new SqliteKeyStore(target.file, loc.erasureLog);
+  const { PostgresKeyStore } = await import('./keyStorePostgres.ts');
+  return PostgresKeyStore.open(target.url);
 }

@@ -85,6 +85,17 @@ export function pushNotificationOf(message: MessageObject, author: PushAuthor | 
   };
 }
 
+/**
+ * Whether anyone could be pushed for a sent message, judged from its event alone (the log follower's filter, so
+ * a message that cannot push costs no queue job): a private channel's message can (its recipients are read
+ * later); a server channel's only when `pushCandidates` names someone (a mention, `@everyone`'s or a role's
+ * expansion in `mentionedUsers`); nothing with SuppressNotifications. The fan-out never pushes where this is false.
+ */
+export function couldPush(message: MessageObject, mentionedUsers: readonly string[] | undefined, inPrivateChannel: boolean): boolean {
+  if (((message.flags ?? 0) & SUPPRESS_NOTIFICATIONS) !== 0) return false;
+  return inPrivateChannel || pushCandidates(message, mentionedUsers, null).length > 0;
+}
+
 /** Who may be notified of a message before presence and settings: recipients of a private channel, else the mentioned. */
 export function pushCandidates(message: MessageObject, mentionedUsers: readonly string[] | undefined, privateRecipients: readonly string[] | null): string[] {
   if (((message.flags ?? 0) & SUPPRESS_NOTIFICATIONS) !== 0) return [];

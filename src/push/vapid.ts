@@ -1,6 +1,6 @@
 /**
  * The VAPID key pair that signs Web Push requests (RFC 8292): from VAPID_PUBLIC_KEY / VAPID_PRIVATE_KEY, or
- * generated once and kept in the key store (`DATA_DIR/keys.sqlite`, beside the other service secrets), so
+ * generated once and kept in the key store (`KEYSTORE_URL`, beside the other service secrets), so
  * every process and every restart sign with the same key and browsers' subscriptions stay valid. The
  * private key is never logged.
  */

@@ -4,7 +4,7 @@ import { createLogger } from '../../src/log.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
 import { controlKeys, generationPrefix } from '../../src/readmodel/keys.ts';
 import { rebuild } from '../../projections/rebuild.ts';
-import { openKeyStore } from '../../src/personal/keyStore.ts';
+import { openConfiguredKeyStore } from '../../src/personal/keyStore.ts';
 import { PersonalDataStore } from '../../src/personal/store.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
 import type { TestUser } from './http.ts';
@@ -86,7 +86,7 @@ export async function dumpCurrent(redis: Redis, prefix: string): Promise<Record<
 export async function dumpRebuild(
   t: Teardownable,
   redis: Redis,
-  o: { store: EventStore; redisUrl: string; prefix: string; partitions: number; dataDir?: string },
+  o: { store: EventStore; redisUrl: string; prefix: string; partitions: number; dataDir?: string; eventStoreUrl?: string },
 ): Promise<Record<string, unknown>> {
   const target = uniquePrefix();
   t.teardown(() => deletePrefix(o.redisUrl, target));
@@ -94,7 +94,7 @@ export async function dumpRebuild(
   // with the service's key store, as the service does.
   let store = o.store;
   if (o.dataDir !== undefined) {
-    const keys = openKeyStore(o.dataDir);
+    const keys = await openConfiguredKeyStore({ dataDir: o.dataDir, eventStoreUrl: o.eventStoreUrl, keyStoreUrl: undefined });
     t.teardown(() => keys.close());
     store = new PersonalDataStore(o.store, keys);
   }

@@ -304,7 +304,7 @@ t.test(`${engine.name}: two API, one media, two projector and two worker process
   );
   t.equal(await redis.get(ctl.generation), gen, 'still the same generation (no rebuild happened)');
   const live = await dumpGeneration(redis, gp);
-  const rebuilt = await dumpRebuild(t, redis, { store, redisUrl: TEST_REDIS_URL, prefix, partitions: PARTITIONS, dataDir: dir });
+  const rebuilt = await dumpRebuild(t, redis, { store, redisUrl: TEST_REDIS_URL, prefix, partitions: PARTITIONS, dataDir: dir, eventStoreUrl: engineEnv.EVENTSTORE_URL });
   t.same(Object.keys(live), Object.keys(rebuilt), 'same read-model keys as a rebuild from zero');
   const differing = Object.keys(live).filter((k) => JSON.stringify(live[k]) !== JSON.stringify(rebuilt[k]));
   const pick = (o: Record<string, unknown>) => Object.fromEntries(differing.map((k) => [k, o[k]]));

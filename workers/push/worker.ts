@@ -3,7 +3,8 @@
  *
  * 1. A subscription to the event log (checkpoint `push:cp` in Redis, shared by every worker process; the head
  *    the first time, so history — and a rebuild of the read models, which does not touch this checkpoint —
- *    is never pushed) turns each user's `MessageSent` into a `message` job on the BullMQ queue `push`
+ *    is never pushed) turns each user's `MessageSent` that could push (`couldPush`: a DM or group message, or a
+ *    server message naming someone to notify) into a `message` job on the BullMQ queue `push`
  *    (job id = the message id: several workers, or a replay after a crash, add it once); likewise friend
  *    requests (`friend` jobs) and DM and group calls that start (`call` jobs, Stoat's dm_call).
  * 2. The `message` job waits until the read models have the message, picks who is notified (the recipients
@@ -39,7 +40,7 @@ import type { Logger } from '../../src/log.ts';
 import { timedJob, trackQueue } from '../../src/metrics/registry.ts';
 import { checkUrl, guardedAgents, OutboundRefused } from '../../src/outbound/policy.ts';
 import { own } from '../../src/own.ts';
-import { parseNotificationSettings, pushCandidates, pushNotificationOf, settingsAllow, type PushAuthor } from '../../src/push/notification.ts';
+import { couldPush, parseNotificationSettings, pushCandidates, pushNotificationOf, settingsAllow, type PushAuthor } from '../../src/push/notification.ts';
 import type { VapidDetails } from '../../src/push/vapid.ts';
 import { rm } from '../../src/readmodel/keys.ts';
 import type { ReadModels } from '../../src/readmodel/reader.ts';
@@ -377,6 +378,8 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
         if (e.type !== 'MessageSent') continue;
         const sent = e.data as { message: MessageObject; mentionedUsers?: string[] };
         if (sent.message.author === SYSTEM_AUTHOR) continue;
+        // A private channel's messages are scoped by the channel itself, a server channel's by its server.
+        if (!couldPush(sent.message, sent.mentionedUsers, e.metadata.scope === sent.message.channel)) continue;
         const data: MessageJob = { message: sent.message, scope: e.metadata.scope, position: e.position.toString() };
         if (sent.mentionedUsers) data.mentionedUsers = sent.mentionedUsers;
         jobs.push({ name: 'message', data, opts: { ...retry, jobId: `m-${sent.message._id}` } });

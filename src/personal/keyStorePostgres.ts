@@ -1,0 +1,108 @@
+/**
+ * The key store on PostgreSQL: the same two tables as the SQLite adapter (`subject_keys`, `service_secrets`),
+ * in the event store's database by default (`?schema=` honoured), so every machine of a deployment reaches
+ * one durable key store. A destroyed key is `UPDATE … SET key = NULL` followed by a `VACUUM` of the table,
+ * which prunes the dead row version holding the key's bytes from its page. Sessions commit synchronously
+ * (`synchronous_commit=on`): a key handed out is on disk, as every sealed event that uses it will be.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { parsePostgresUrl } from '../eventstore/postgres.ts';
+import type { KeyStore } from './keyStore.ts';
+
+/** The key store's tables, created when missing (under an advisory lock, so processes starting together agree). */
+const SCHEMA = `CREATE TABLE IF NOT EXISTS subject_keys (subject text PRIMARY KEY, key bytea, destroyed_at timestamptz);
+  CREATE TABLE IF NOT EXISTS service_secrets (name text PRIMARY KEY, secret bytea NOT NULL);`;
+
+interface KeyRow {
+  key: Buffer | null;
+  destroyed_at: Date | null;
+}
+
+/** The PostgreSQL adapter of the key store port. Open it with `PostgresKeyStore.open`. */
+export class PostgresKeyStore implements KeyStore {
+  readonly #pool: pg.Pool;
+  readonly #schema: string;
+  #closed = false;
+
+  private constructor(url: string, poolSize: number) {
+    const { connectionString, schema } = parsePostgresUrl(url);
+    this.#schema = schema;
+    this.#pool = new pg.Pool({ connectionString, max: poolSize, options: `-c search_path=${schema} -c synchronous_commit=on` });
+    // An idle client's error (server restart) must not crash the process; the pool drops that client.
+    this.#pool.on('error', () => {});
+  }
+
+  /** Connects and creates the schema and tables when missing. */
+  static async open(url: string, opts: { poolSize?: number } = {}): Promise<PostgresKeyStore> {
+    const store = new PostgresKeyStore(url, opts.poolSize ?? 4);
+    try {
+      await store.#setup();
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    return store;
+  }
+
+  async #setup(): Promise<void> {
+    const c = await this.#pool.connect();
+    try {
+      await c.query('BEGIN');
+      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`stoat-keys:${this.#schema}`]);
+      await c.query(`CREATE SCHEMA IF NOT EXISTS ${this.#schema}`);
+      await c.query(SCHEMA);
+      await c.query('COMMIT');
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      c.release();
+    }
+  }
+
+  async #row(subject: string): Promise<KeyRow | undefined> {
+    const r = await this.#pool.query<KeyRow>('SELECT key, destroyed_at FROM subject_keys WHERE subject = $1', [subject]);
+    return r.rows[0];
+  }
+
+  async keyFor(subject: string): Promise<Buffer | null> {
+    const found = await this.#row(subject);
+    if (found) return found.key;
+    // Insert if absent, then read back: two processes creating at once agree on one key.
+    await this.#pool.query('INSERT INTO subject_keys (subject, key) VALUES ($1, $2) ON CONFLICT (subject) DO NOTHING', [subject, randomBytes(32)]);
+    return (await this.#row(subject))?.key ?? null;
+  }
+
+  async lookup(subject: string): Promise<Buffer | null> {
+    return (await this.#row(subject))?.key ?? null;
+  }
+
+  async destroy(subject: string): Promise<void> {
+    const before = await this.#row(subject);
+    if (before?.destroyed_at) return;
+    await this.#pool.query(
+      `INSERT INTO subject_keys (subject, key, destroyed_at) VALUES ($1, NULL, now())
+       ON CONFLICT (subject) DO UPDATE SET key = NULL, destroyed_at = COALESCE(subject_keys.destroyed_at, excluded.destroyed_at)`,
+      [subject],
+    );
+    // The update left the old row version (with the key) in its page: VACUUM prunes it (outside any transaction).
+    await this.#pool.query(`VACUUM ${this.#schema}.subject_keys`);
+  }
+
+  async destroyed(subject: string): Promise<boolean> {
+    return Boolean((await this.#row(subject))?.destroyed_at);
+  }
+
+  async serviceSecret(name: string, bytes: number): Promise<Buffer> {
+    await this.#pool.query('INSERT INTO service_secrets (name, secret) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(bytes)]);
+    const r = await this.#pool.query<{ secret: Buffer }>('SELECT secret FROM service_secrets WHERE name = $1', [name]);
+    return r.rows[0]!.secret;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pool.end();
+  }
+}
