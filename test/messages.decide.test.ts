@@ -9,7 +9,7 @@ import { SYSTEM_AUTHOR } from '../src/domain/message/events.ts';
 import { parseMentions } from '../src/domain/message/mentions.ts';
 import { decidePinMessage, decideUnpinMessage } from '../src/domain/message/pinMessage.ts';
 import { decideClearReactions, decideReact, decideUnreact } from '../src/domain/message/reactions.ts';
-import { bodyLength, checkSendMessage, decideSendMessage, MESSAGE_LIMITS, type SendFacts, type SendMessage } from '../src/domain/message/sendMessage.ts';
+import { bodyLength, checkSendMessage, decideSendMessage, mentionsOf, MESSAGE_LIMITS, type SendFacts, type SendMessage } from '../src/domain/message/sendMessage.ts';
 import { evolveMessage, presentMessage, type MessageState } from '../src/domain/message/state.ts';
 import { decideCreateEmoji, EMOJI_LIMIT } from '../src/domain/server/createEmoji.ts';
 import { decideCreateServer } from '../src/domain/server/createServer.ts';
@@ -36,17 +36,10 @@ const facts = (over: Partial<SendFacts> = {}): SendFacts => ({
   emojis: new Set(),
   ...over,
 });
-const cmd = (over: Partial<SendMessage> = {}): SendMessage => ({
-  messageId: MID,
-  channelId: CH,
-  authorId: ALICE,
-  nonce: 'nonce',
-  content: 'hello',
-  attachments: [],
-  embeds: [],
-  replies: [],
-  ...over,
-});
+const cmd = (over: Partial<SendMessage> = {}): SendMessage => {
+  const c = { messageId: MID, channelId: CH, authorId: ALICE, nonce: 'nonce', content: 'hello', attachments: [], embeds: [], replies: [], ...over };
+  return { ...c, mentions: over.mentions ?? mentionsOf(c.content, c.bot === true, c.flags) };
+};
 const sentBy = (author: string, extra: Partial<MessageState> = {}): DomainEvent => ({
   type: 'MessageSent',
   data: { message: { _id: MID, nonce: 'n', channel: CH, author, content: 'hi', ...extra } },

@@ -307,9 +307,9 @@ function serverFields(s: ServerState): Fields {
   return { name: s.name, description: s.description, categories: s.categories, system_messages: s.system_messages, analytics: s.analytics };
 }
 
-const CHANNEL_FIELDS = ['name', 'description', 'nsfw', 'voice', 'default_permissions', 'role_permissions'] as const;
+const CHANNEL_FIELDS = ['name', 'description', 'nsfw', 'voice', 'slowmode', 'default_permissions', 'role_permissions'] as const;
 const CHANNEL_CREATED_FIELDS = ['name', 'description', 'nsfw', 'voice'] as const;
-const CHANNEL_REMOVE: Record<string, string> = { Description: 'description', Icon: 'icon', DefaultPermissions: 'default_permissions', Voice: 'voice' };
+const CHANNEL_REMOVE: Record<string, string> = { Description: 'description', Icon: 'icon', DefaultPermissions: 'default_permissions', Voice: 'voice', Slowmode: 'slowmode' };
 
 /** Channel fields as audited (`nsfw` and `role_permissions` explicit). */
 function channelFields(c: ChannelState): Fields {
@@ -318,6 +318,7 @@ function channelFields(c: ChannelState): Fields {
     description: c.description,
     nsfw: c.nsfw === true,
     voice: c.voice,
+    slowmode: c.slowmode,
     default_permissions: c.default_permissions,
     role_permissions: c.role_permissions ?? {},
   };
