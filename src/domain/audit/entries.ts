@@ -62,6 +62,7 @@ export const AUDIT_ACTIONS = [
   'InviteCreate',
   'InviteDelete',
   'EmojiCreate',
+  'EmojiUpdate',
   'EmojiDelete',
   'MessageDelete',
   'MessageBulkDelete',
@@ -151,6 +152,7 @@ export const AUDITED_EVENT_TYPES = [
   'InviteCreated',
   'InviteDeleted',
   'EmojiCreated',
+  'EmojiEdited',
   'EmojiDeleted',
   'MessageDeleted',
   'MessagePinned',
@@ -193,7 +195,7 @@ export interface AuditFacts {
   ban?: ServerBanObject | null;
   /** The invite before the event (`InviteDeleted`). */
   invite?: InviteObject | null;
-  /** The emoji before the event (`EmojiDeleted`). */
+  /** The emoji before the event (`EmojiEdited`, `EmojiDeleted`). */
   emoji?: EmojiObject | null;
   /** The message before the event (message-stream events). */
   message?: MessageState | null;
@@ -249,6 +251,7 @@ export function auditNeeds(e: StoredEvent): AuditNeeds | null {
       return { channelId: e.data.channelId };
     case 'EmojiCreated':
       return { serverId };
+    case 'EmojiEdited':
     case 'EmojiDeleted':
       return { serverId, emojiId: e.data.emojiId };
     case 'MessageDeleted':
@@ -485,6 +488,10 @@ export function auditEntryOf(e: StoredEvent, facts: AuditFacts): AuditEntry | nu
     }
     case 'EmojiCreated':
       return entry('EmojiCreate', { type: 'Emoji', id: e.data.emoji._id }, diff(null, emojiFields(e.data.emoji), EMOJI_FIELDS));
+    case 'EmojiEdited': {
+      const before = facts.emoji;
+      return entry('EmojiUpdate', { type: 'Emoji', id: e.data.emojiId }, before ? diff({ name: before.name }, { name: e.data.name }, ['name']) : {});
+    }
     case 'EmojiDeleted': {
       const before = facts.emoji;
       return entry('EmojiDelete', { type: 'Emoji', id: e.data.emojiId }, before ? diff(emojiFields(before), null, EMOJI_FIELDS) : {});
