@@ -23,7 +23,7 @@ import { loadWebhookByToken } from './load.ts';
  * The webhook's channel as an access whose permission value is the webhook's own (Stoat checks the body
  * against the webhook's permissions, not anyone's membership); ViewChannel is implied. 404 when the channel is gone.
  */
-async function webhookAccess(deps: AppDeps, w: WebhookState): Promise<AnyChannelAccess> {
+export async function webhookAccess(deps: AppDeps, w: WebhookState): Promise<AnyChannelAccess> {
   const permissions = BigInt(w.permissions) | Permission.ViewChannel;
   if (w.server !== null) {
     const [channel, server] = await Promise.all([loadChannel(deps, w.channel_id), loadServer(deps, w.server)]);
