@@ -43,6 +43,13 @@ t.test('slowmode', async (t) => {
     const update = await ws.waitFor((e) => e.type === 'ChannelUpdate' && e.id === srv.general && e.data.slowmode === 10, undefined, from);
     t.same(update.clear, [], 'ChannelUpdate carries it');
     t.equal((await owner.api.get(C)).body.slowmode, 10, 'fetched');
+    // Stoat's slowmode is a server channel's: a group has none to set or remove.
+    const friend = await signup(s);
+    t.equal((await owner.api.put(`/users/${friend.userId}/friend`)).status, 200);
+    t.equal((await friend.api.put(`/users/${owner.userId}/friend`)).status, 200);
+    const group = (await owner.api.post('/channels/create', { name: 'g', users: [friend.userId] })).body._id;
+    t.match(await owner.api.patch(`/channels/${group}`, { slowmode: 5 }), { status: 400, body: { type: 'InvalidOperation' } }, 'a group: InvalidOperation');
+    t.match(await owner.api.patch(`/channels/${group}`, { remove: ['Slowmode'] }), { status: 400, body: { type: 'InvalidOperation' } });
   });
 
   t.test('a member waits: 429 InSlowmode {retry_after}, UserSlowmodes after a send and after a refusal', async (t) => {
