@@ -197,15 +197,16 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       if (mine >= maxPerUser) return fail(s, { type: 'InternalError', at: 'SocketLimit' }, 'limit');
       s.userId = session.userId;
       s.sessionId = session.sessionId;
+      // Bonfire follows Ready with the user's active slowmodes, when there are any (read beside Ready, not before it).
+      const slowmodes = activeSlowmodes(o.readModels.redis, o.prefix, session.userId, o.now()).catch(() => []);
       const ready = await buildReady({ readModels: o.readModels, now: o.now }, session.userId, fields, s.settingsKeys);
       if (s.isClosed()) return;
       if (!ready) return fail(s, { type: 'OnboardingNotFinished' });
       s.send({ type: 'Authenticated' });
       s.send(ready.frame);
-      // Bonfire follows Ready with the user's active slowmodes, when there are any.
-      const slowmodes = await activeSlowmodes(o.readModels.redis, o.prefix, session.userId, o.now());
+      const active = await slowmodes;
       if (s.isClosed()) return;
-      if (slowmodes.length > 0) s.send({ type: 'UserSlowmodes', slowmodes });
+      if (active.length > 0) s.send({ type: 'UserSlowmodes', slowmodes: active });
       await hub.activate(s, ready.visible, ready.privateChannels, ready.relations);
       if (!s.isClosed()) {
         s.present = true;
