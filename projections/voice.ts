@@ -2,7 +2,9 @@
  * Voice presence: `voice:<serverId>` (ServerVoiceState) from the `voice-<serverId>` events, and Stoat's client
  * events to the sockets that see the channel; a DM's or group's call likewise as `voice:<channelId>` from
  * `voice-<channelId>`, its events to the channel's recipients: VoiceChannelJoin, VoiceChannelLeave, VoiceChannelMove,
- * UserVoiceStateUpdate. A member's `can_receive` (server deafen) sets `is_receiving`; a deleted channel, server
+ * UserVoiceStateUpdate; and Stoat's VoiceCallUpdate (voice-ingress): when a DM's or group's call starts, to the
+ * recipients it rings (`started_at`, `ended: false`), and when its last participant leaves, to every recipient
+ * (`started_at: null`, `ended: true`, the initiator being the one who left last). A member's `can_receive` (server deafen) sets `is_receiving`; a deleted channel, server
  * or group drops its participants (the voice worker closes the room; LiveKit's late leaves then find no call).
  */
 import type { ServerVoiceState, UserVoiceState } from '../src/domain/voice/state.ts';
@@ -28,7 +30,13 @@ export const voiceProjection: Projection = {
       case 'VoiceParticipantJoined': {
         const voice: UserVoiceState = { id: e.data.user, joined_at: e.data.joined_at, is_receiving: true, is_publishing: false, screensharing: false, camera: false };
         state.participants[e.data.user] = { channel: e.data.channel, state: voice };
-        if (e.data.call_message !== undefined) state.calls = { ...state.calls, [e.data.channel]: e.data.call_message };
+        if (e.data.call_message !== undefined) {
+          state.calls = { ...state.calls, [e.data.channel]: e.data.call_message };
+          if (e.data.ring !== undefined && e.data.ring.length > 0) {
+            const started = { type: 'VoiceCallUpdate', initiator_id: e.data.user, channel_id: e.data.channel, started_at: new Date(e.data.joined_at).toISOString(), ended: false };
+            tx.emit({ kind: 'users', userIds: e.data.ring, channelId: e.data.channel }, started);
+          }
+        }
         if (e.data.moved_from !== undefined) {
           tx.emit(await to(e.data.channel), { type: 'VoiceChannelMove', user: e.data.user, from: e.data.moved_from, to: e.data.channel, state: voice });
           // Those who see only the old channel hear that the user left it.
@@ -45,6 +53,9 @@ export const voiceProjection: Projection = {
           const { [e.data.channel]: _ended, ...rest } = state.calls;
           if (Object.keys(rest).length > 0) state.calls = rest;
           else delete state.calls;
+          tx.emit(await to(e.data.channel), { type: 'VoiceChannelLeave', id: e.data.channel, user: e.data.user });
+          tx.emit(await to(e.data.channel), { type: 'VoiceCallUpdate', initiator_id: e.data.user, channel_id: e.data.channel, started_at: null, ended: true });
+          break;
         }
         tx.emit(await to(e.data.channel), { type: 'VoiceChannelLeave', id: e.data.channel, user: e.data.user });
         break;

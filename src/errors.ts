@@ -27,6 +27,8 @@ export type ErrorBody =
   | { type: 'PayloadTooLarge' }
   | { type: 'CannotRemoveYourself' }
   | { type: 'AlreadyPinned' }
+  /** The sender is in the channel's slowmode: `retry_after` seconds to wait (Stoat, 429). */
+  | { type: 'InSlowmode'; retry_after: number }
   | { type: 'NotPinned' }
   | { type: 'InvalidFlagValue' }
   | { type: 'UnknownServer' }
@@ -116,6 +118,7 @@ export const ERROR_STATUS = {
   PayloadTooLarge: 422,
   CannotRemoveYourself: 400,
   AlreadyPinned: 400,
+  InSlowmode: 429,
   NotPinned: 400,
   InvalidFlagValue: 400,
   UnknownServer: 404,

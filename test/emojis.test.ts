@@ -7,6 +7,7 @@ import { get } from './helpers/media.ts';
 import sharp from 'sharp';
 import { clientEvents, createServer, join } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
+import { connectReady } from './helpers/ws.ts';
 
 t.test('custom emoji', async (t) => {
   const s = await startTestService(t, { RATE_LIMITS: 'off' });
@@ -87,6 +88,38 @@ t.test('custom emoji', async (t) => {
     t.equal((await owner.api.del(`/custom/emoji/${id}`)).status, 404, 'deleted twice');
     t.notOk((await member.api.get(`/servers/${srv.id}/emojis`)).body.some((e: { _id: string }) => e._id === id));
     t.equal((await owner.api.get('/custom/emoji/01HZZZZZZZZZZZZZZZZZZZZZZZ')).status, 404);
+  });
+
+  t.test('rename (PATCH /custom/emoji/:id, Stoat\'s emoji_edit.rs): ManageCustomisation, name rules, EmojiUpdate, audited', async (t) => {
+    const fresh = await createServer(owner, 'Rename');
+    await join(owner, fresh.general, member);
+    const id = await nextId();
+    const made = (await create({ name: 'before', parent: { type: 'Server', id: fresh.id } }, id)).body;
+    const ws = await connectReady(s, member.token);
+    t.teardown(() => ws.close());
+    const from = ws.events.length;
+    const r = await owner.api.patch(`/custom/emoji/${id}`, { name: 'after_2' });
+    t.equal(r.status, 200);
+    t.same(r.body, { ...made, name: 'after_2' }, 'the emoji, renamed');
+    t.same(await ws.waitFor((e) => e.type === 'EmojiUpdate', undefined, from), { type: 'EmojiUpdate', id, data: { name: 'after_2' } }, 'EmojiUpdate to the server');
+    t.equal((await member.api.get(`/custom/emoji/${id}`)).body.name, 'after_2', 'fetched');
+    t.equal((await member.api.get(`/servers/${fresh.id}/emojis`)).body.find((e: { _id: string }) => e._id === id).name, 'after_2', 'listed');
+    t.equal((await owner.api.patch(`/custom/emoji/${id}`, { name: 'a'.repeat(32) })).status, 200, 'name 32');
+    for (const [what, body] of [['name 33', { name: 'a'.repeat(33) }], ['upper case', { name: 'Up' }], ['empty', { name: '' }], ['unknown field', { nsfw: true }]] as const) {
+      const bad = await owner.api.patch(`/custom/emoji/${id}`, body);
+      t.same([bad.status, bad.body.type], [400, 'FailedValidation'], what);
+    }
+    t.same((await owner.api.patch(`/custom/emoji/${id}`, {})).body.name, 'a'.repeat(32), 'no name: unchanged');
+    t.match(await member.api.patch(`/custom/emoji/${id}`, { name: 'member' }), { status: 403, body: { type: 'MissingPermission', permission: 'ManageCustomisation' } });
+    t.match(await outsider.api.patch(`/custom/emoji/${id}`, { name: 'outsider' }), { status: 404, body: { type: 'NotFound' } }, 'a non-member');
+    t.match(await owner.api.patch('/custom/emoji/01HZZZZZZZZZZZZZZZZZZZZZZZ', { name: 'x' }), { status: 404, body: { type: 'NotFound' } });
+    t.equal((await request(s.apiUrl, 'PATCH', `/custom/emoji/${id}`, { body: { name: 'anon' } })).status, 401);
+    const log = (await owner.api.get(`/servers/${fresh.id}/audit_logs`)).body;
+    const entries = log.audit_logs.filter((e: { action: string }) => e.action === 'EmojiUpdate');
+    t.equal(entries.length, 2, 'two renames audited (the no-op is not)');
+    t.equal(ws.events.slice(from).filter((e) => e.type === 'EmojiUpdate').length, 2, 'two EmojiUpdate, none for the no-op');
+    t.equal((await owner.api.del(`/custom/emoji/${id}`)).status, 204);
+    t.equal((await owner.api.patch(`/custom/emoji/${id}`, { name: 'gone' })).status, 404, 'a deleted emoji');
   });
 
   t.test('fetch is public, as in Stoat: no session and non-members get the emoji; unknown and malformed ids 404', async (t) => {

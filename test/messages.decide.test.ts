@@ -9,7 +9,7 @@ import { SYSTEM_AUTHOR } from '../src/domain/message/events.ts';
 import { parseMentions } from '../src/domain/message/mentions.ts';
 import { decidePinMessage, decideUnpinMessage } from '../src/domain/message/pinMessage.ts';
 import { decideClearReactions, decideReact, decideUnreact } from '../src/domain/message/reactions.ts';
-import { bodyLength, checkSendMessage, decideSendMessage, MESSAGE_LIMITS, type SendFacts, type SendMessage } from '../src/domain/message/sendMessage.ts';
+import { bodyLength, checkSendMessage, decideSendMessage, mentionsOf, slowmodeFor, MESSAGE_LIMITS, type SendFacts, type SendMessage } from '../src/domain/message/sendMessage.ts';
 import { evolveMessage, presentMessage, type MessageState } from '../src/domain/message/state.ts';
 import { decideCreateEmoji, EMOJI_LIMIT } from '../src/domain/server/createEmoji.ts';
 import { decideCreateServer } from '../src/domain/server/createServer.ts';
@@ -36,17 +36,10 @@ const facts = (over: Partial<SendFacts> = {}): SendFacts => ({
   emojis: new Set(),
   ...over,
 });
-const cmd = (over: Partial<SendMessage> = {}): SendMessage => ({
-  messageId: MID,
-  channelId: CH,
-  authorId: ALICE,
-  nonce: 'nonce',
-  content: 'hello',
-  attachments: [],
-  embeds: [],
-  replies: [],
-  ...over,
-});
+const cmd = (over: Partial<SendMessage> = {}): SendMessage => {
+  const c = { messageId: MID, channelId: CH, authorId: ALICE, nonce: 'nonce', content: 'hello', attachments: [], embeds: [], replies: [], ...over };
+  return { ...c, mentions: over.mentions ?? mentionsOf(c.content, c.bot === true, c.flags) };
+};
 const sentBy = (author: string, extra: Partial<MessageState> = {}): DomainEvent => ({
   type: 'MessageSent',
   data: { message: { _id: MID, nonce: 'n', channel: CH, author, content: 'hi', ...extra } },
@@ -177,6 +170,26 @@ t.test('send: replies, mentions and files from the facts', async (t) => {
   const custom = '01EMJ0000000000000000000AB';
   expectError(t, () => decideSendMessage(cmd({ interactions: { reactions: [custom] } }), facts()), { type: 'NotFound' }, 'a custom emoji of no server');
   t.doesNotThrow(() => decideSendMessage(cmd({ interactions: { reactions: [custom] } }), facts({ emojis: new Set([custom]) })));
+});
+
+t.test('send: slowmode, the same id twice, the masquerade avatar', async (t) => {
+  expectError(t, () => decideSendMessage(cmd(), facts({ slowmode: { seconds: 10, waitMs: 5_001 } })), { type: 'InSlowmode', retry_after: 6 }, 'seconds rounded up');
+  expectError(t, () => decideSendMessage(cmd(), facts({ slowmode: { seconds: 10, waitMs: 1 } })), { type: 'InSlowmode', retry_after: 1 });
+  t.doesNotThrow(() => decideSendMessage(cmd(), facts({ slowmode: { seconds: 10, waitMs: 0 } })), 'the slot is this send\'s');
+  const noSend = facts({ permissions: BASE & ~P.SendMessage, slowmode: { seconds: 10, waitMs: 5_000 } });
+  expectError(t, () => decideSendMessage(cmd(), noSend), { type: 'MissingPermission', permission: 'SendMessage' }, 'permissions come first');
+  expectError(t, () => decideSendMessage(cmd({ content: undefined }), facts({ slowmode: { seconds: 10, waitMs: 5_000 } })), { type: 'InSlowmode', retry_after: 5 }, 'before EmptyMessage (Stoat order)');
+  t.equal(slowmodeFor(undefined, BASE), 0);
+  t.equal(slowmodeFor(0, BASE), 0);
+  t.equal(slowmodeFor(10, BASE), 10);
+  t.equal(slowmodeFor(10, BASE | P.BypassSlowmode), 0, 'BypassSlowmode');
+  t.equal(slowmodeFor(10, BASE | P.ManageMessages), 0, 'ManageMessages');
+  t.equal(slowmodeFor(10, GRANT_ALL_SAFE), 0, 'the owner');
+  const f: FileObject = { _id: 'f1', tag: 'attachments', filename: 'a', metadata: { type: 'File' }, content_type: 'text/plain', size: 1 } as FileObject;
+  expectError(t, () => decideSendMessage(cmd({ attachments: ['f1', 'f1'] }), facts({ permissions: GRANT_ALL_SAFE, files: { f1: f } })), { type: 'NotFound' }, 'a file is used once');
+  expectError(t, () => decideSendMessage(cmd({ masquerade: { avatar: 'x' } }), facts({ permissions: GRANT_ALL_SAFE })), { type: 'NotFound' }, 'an unusable avatar');
+  t.doesNotThrow(() => decideSendMessage(cmd({ masquerade: { avatar: 'x' } }), facts({ permissions: GRANT_ALL_SAFE, avatar: true })));
+  expectError(t, () => decideSendMessage(cmd({ masquerade: { avatar: 'x' } }), facts({ avatar: false })), { type: 'MissingPermission', permission: 'Masquerade' }, '403 before 404');
 });
 
 t.test('mention parser', async (t) => {

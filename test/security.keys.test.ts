@@ -9,7 +9,7 @@ import { decideRevokeSession } from '../src/domain/account/commands.ts';
 import { evolveAccount, type AccountState } from '../src/domain/account/state.ts';
 import { decideUnreact, decideReact } from '../src/domain/message/reactions.ts';
 import { evolveMessage, type MessageState } from '../src/domain/message/state.ts';
-import { decideSendMessage, type SendFacts } from '../src/domain/message/sendMessage.ts';
+import { decideSendMessage, mentionsOf, type SendFacts } from '../src/domain/message/sendMessage.ts';
 import { channelOverrides } from '../src/domain/server/permissions.ts';
 import { defined } from '../src/http/schemas.ts';
 import { own, setOwn } from '../src/own.ts';
@@ -54,13 +54,13 @@ t.test('pure lookups: own properties only', async (t) => {
     const facts: SendFacts = { permissions: DEFAULT_PERMISSION_SERVER, roles: new Set(), replies: {}, canView: {}, files: {}, emojis: new Set() };
     expectError(
       t,
-      () => decideSendMessage({ messageId: 'M', nonce: 'n', channelId: 'C', authorId: 'A', content: 'x', replies: [{ id: name, mention: true }], attachments: [], embeds: [] } as never, facts),
+      () => decideSendMessage({ messageId: 'M', nonce: 'n', channelId: 'C', authorId: 'A', content: 'x', replies: [{ id: name, mention: true }], attachments: [], embeds: [], mentions: mentionsOf('x', false, undefined) } as never, facts),
       { type: 'NotFound' },
       `reply to ${name}`,
     );
     expectError(
       t,
-      () => decideSendMessage({ messageId: 'M', nonce: 'n', channelId: 'C', authorId: 'A', content: 'x', replies: [], attachments: [name], embeds: [] } as never, facts),
+      () => decideSendMessage({ messageId: 'M', nonce: 'n', channelId: 'C', authorId: 'A', content: 'x', replies: [], attachments: [name], embeds: [], mentions: mentionsOf('x', false, undefined) } as never, facts),
       { type: 'NotFound' },
       `attachment ${name}`,
     );

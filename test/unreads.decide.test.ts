@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { DEFAULT_PERMISSION_SERVER, Permission as P } from '../src/permissions/bits.ts';
-import { decideSendMessage, mentionedUsersOf, type SendFacts, type SendMessage } from '../src/domain/message/sendMessage.ts';
+import { decideSendMessage, mentionedUsersOf, mentionsOf, type SendFacts, type SendMessage } from '../src/domain/message/sendMessage.ts';
 import { decideAckChannel, decideAckServer } from '../src/domain/unreads/ack.ts';
 import { decideSetSettings, SETTINGS_EVENT_OVERHEAD, SETTINGS_LIMITS, settingsLogCost, settingsTimestamp } from '../src/domain/settings/setSettings.ts';
 import { AppError } from '../src/errors.ts';
@@ -52,7 +52,7 @@ t.test('MessageSent carries mentionedUsers only when it differs from message.men
     emojis: new Set(),
     ...over,
   });
-  const cmd = (content: string, flags?: number): SendMessage => ({ messageId: M, channelId: 'C', authorId: A, nonce: 'n', content, attachments: [], embeds: [], replies: [], ...(flags !== undefined ? { flags } : {}) });
+  const cmd = (content: string, flags?: number): SendMessage => ({ messageId: M, channelId: 'C', authorId: A, nonce: 'n', content, attachments: [], embeds: [], replies: [], mentions: mentionsOf(content, false, flags), ...(flags !== undefined ? { flags } : {}) });
   const plain = decideSendMessage(cmd(`hi <@${B}> <@${D}>`), facts())[0]!;
   t.same(plain.data, { message: { _id: M, nonce: 'n', channel: 'C', author: A, content: `hi <@${B}> <@${D}>`, mentions: [B] } }, 'explicit: message.mentions (viewers only), no extra field');
   const everyone = decideSendMessage(cmd('@everyone'), facts({ audience }))[0]!;

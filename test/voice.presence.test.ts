@@ -265,8 +265,21 @@ t.test('voice presence', async (t) => {
     await owner.api.patch(`${S}/${alice.userId}`, { roles: [movers.body.id] });
     t.match(await bob.api.patch(`${S}/${alice.userId}`, { voice_channel: vc3 }), { status: 403, body: { type: 'NotElevated' } }, 'same rank');
     await owner.api.patch(`${S}/${alice.userId}`, { remove: ['Roles'] });
+    const aliceWs = await connectReady(s, alice.token);
+    const bobWs = await connectReady(s, bob.token);
+    t.teardown(() => (aliceWs.close(), bobWs.close()));
+    t.notOk(aliceWs.events.some((e) => e.type === 'UserMoveVoiceChannel'), 'no refused move told the member anything');
     const moved = await bob.api.patch(`${S}/${alice.userId}`, { voice_channel: vc3, nickname: 'moved' });
     t.equal(moved.status, 200, moved.text);
+    // Stoat's member_edit.rs: the moved member's client gets the rooms, the node and a token for the new room.
+    const told = await aliceWs.waitFor((e) => e.type === 'UserMoveVoiceChannel');
+    t.same({ ...told, token: undefined }, { type: 'UserMoveVoiceChannel', node: 'default', from: vc, to: vc3, token: undefined });
+    const moveClaims = await new TokenVerifier(KEY, SECRET).verify(told.token);
+    t.equal(moveClaims.video?.room, vc3, 'a token for the new room');
+    t.equal(moveClaims.sub, alice.userId, 'for the moved member');
+    t.match(moveClaims.video, { roomJoin: true, canSubscribe: true });
+    await bobWs.waitFor((e) => e.type === 'ServerMemberUpdate' && e.data?.nickname === 'moved');
+    t.notOk(bobWs.events.some((e) => e.type === 'UserMoveVoiceChannel'), 'nobody else is told');
     t.equal(moved.body.nickname, 'moved', 'with the rest of the edit');
     t.same(moves(mark).map((c) => [c.body.room, c.body.identity, c.body.destinationRoom]), [[vc, alice.userId, vc3]]);
     // LiveKit reports the move as a join of the new room and a leave of the old: presence follows.
@@ -374,6 +387,61 @@ t.test('voice presence', async (t) => {
     const after = await connectReady(s, bob.token);
     t.notOk(after.frames[1]!.voice_states.some((v: { id: string }) => v.id === dm || v.id === group), 'ended calls are gone from Ready');
     after.close();
+  });
+
+  t.test('VoiceCallUpdate: a DM call starting rings its recipients; the last one out ends it for everyone', async (t) => {
+    const [ivy, jack] = await Promise.all([signup(s), signup(s)]);
+    await befriend(t, ivy, jack);
+    const dm = (await ivy.api.get(`/users/${jack.userId}/dm`)).body._id as string;
+    const ivyWs = await connectReady(s, ivy.token);
+    const jackWs = await connectReady(s, jack.token);
+    const bobWs = await connectReady(s, bob.token);
+    t.teardown(() => (ivyWs.close(), jackWs.close(), bobWs.close()));
+    t.equal((await ivy.api.post(`/channels/${dm}/join_call`, { recipients: [jack.userId] })).status, 200);
+    await webhook(s, joined(dm, ivy.userId));
+    const started = await jackWs.waitFor((e) => e.type === 'VoiceCallUpdate');
+    t.same(started, { type: 'VoiceCallUpdate', initiator_id: ivy.userId, channel_id: dm, started_at: new Date(1_700_000_000_000).toISOString(), ended: false }, 'the rung recipient');
+    await webhook(s, joined(dm, jack.userId));
+    await ivyWs.waitFor((e) => e.type === 'VoiceChannelJoin' && e.state.id === jack.userId);
+    t.notOk(ivyWs.events.some((e) => e.type === 'VoiceCallUpdate'), 'the caller is not rung; a second join starts nothing');
+    t.equal(jackWs.events.filter((e) => e.type === 'VoiceCallUpdate').length, 1);
+    await webhook(s, left(dm, ivy.userId));
+    await jackWs.waitFor((e) => e.type === 'VoiceChannelLeave' && e.user === ivy.userId);
+    t.equal(jackWs.events.filter((e) => e.type === 'VoiceCallUpdate').length, 1, 'not ended while someone is in it');
+    await webhook(s, left(dm, jack.userId));
+    const ended = { type: 'VoiceCallUpdate', initiator_id: jack.userId, channel_id: dm, started_at: null, ended: true };
+    t.same(await ivyWs.waitFor((e) => e.type === 'VoiceCallUpdate' && e.ended === true), ended, 'ended, to every recipient');
+    t.same(await jackWs.waitFor((e) => e.type === 'VoiceCallUpdate' && e.ended === true), ended);
+    t.notOk(bobWs.events.some((e) => e.type === 'VoiceCallUpdate'), 'nobody outside the DM');
+  });
+
+  t.test("join_call while in a call: AlreadyConnected; force_disconnect removes every other session through LiveKit", async (t) => {
+    const vc4 = await voiceChannel(owner, srv.id, 'Fourth');
+    const [kim, lee] = await Promise.all([signup(s), signup(s)]);
+    await join(owner, srv.general, kim);
+    await befriend(t, kim, lee);
+    const dm = (await kim.api.get(`/users/${lee.userId}/dm`)).body._id as string;
+    await webhook(s, joined(vc, kim.userId));
+    await webhook(s, joined(dm, kim.userId));
+    await until('kim in both', async () => (await s.readModels.getJson<any>(`voice:${srv.id}`))?.participants?.[kim.userId] && (await s.readModels.getJson<any>(`voice:${dm}`))?.participants?.[kim.userId]);
+    const removals = (from: number) => lk.calls.slice(from).filter((c) => c.method === 'RemoveParticipant').map((c) => [c.body.room, c.body.identity]);
+    const mark = lk.calls.length;
+    t.match(await kim.api.post(`/channels/${vc4}/join_call`, {}), { status: 400, body: { type: 'AlreadyConnected' } });
+    t.match(await kim.api.post(`/channels/${vc4}/join_call`, { force_disconnect: false }), { status: 400, body: { type: 'AlreadyConnected' } });
+    t.same(removals(mark), [], 'nobody removed without force_disconnect');
+    lk.fail = (method) => (method === 'RemoveParticipant' ? { status: 500, code: 'internal' } : null);
+    t.match(await kim.api.post(`/channels/${vc4}/join_call`, { force_disconnect: true }), { status: 400, body: { type: 'LiveKitUnavailable' } }, 'LiveKit failing: no token');
+    lk.fail = (method, body) => (method === 'RemoveParticipant' && body.room === dm ? { status: 404, code: 'not_found' } : null);
+    const forced = await kim.api.post(`/channels/${vc4}/join_call`, { force_disconnect: true });
+    t.equal(forced.status, 200, 'a room that no longer has them is no failure');
+    lk.fail = () => null;
+    t.equal((await new TokenVerifier(KEY, SECRET).verify(forced.body.token)).video?.room, vc4);
+    t.same(removals(mark).filter(([, who]) => who === kim.userId).map(([room]) => room).sort(), [vc, vc, dm, dm].sort(), 'removed from the server call and the DM call (twice: the failed try and this one)');
+    await webhook(s, left(vc, kim.userId));
+    await webhook(s, left(dm, kim.userId));
+    await until('kim out', async () => !(await s.readModels.getJson<any>(`voice:${srv.id}`))?.participants?.[kim.userId]);
+    await until('kim out of the DM', async () => !(await s.readModels.getJson<any>(`voice:${dm}`))?.participants?.[kim.userId]);
+    t.equal((await kim.api.post(`/channels/${vc4}/join_call`, {})).status, 200, 'in no call: joins without it');
   });
 
   t.test('DM and group calls lose whoever may no longer Connect: an ended friendship, a block, a removal from the group, a group without Connect', async (t) => {

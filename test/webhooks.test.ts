@@ -99,6 +99,43 @@ t.test('webhooks', async (t) => {
     t.match(await request(s.apiUrl, 'POST', `/webhooks/${hook.id}/${hook.token}`, { body: { content: 'x', flags: 4 } }), { status: 400, body: { type: 'IsNotBot' } });
   });
 
+  t.test("a webhook edits and deletes its own messages (Stoat's webhook_edit_message.rs, webhook_delete_message.rs)", async (t) => {
+    const H = `/webhooks/${hook.id}/${hook.token}`;
+    const sent = (await request(s.apiUrl, 'POST', H, { body: { content: 'deploying' } })).body;
+    const mine = (await plain.api.post(`/channels/${srv.general}/messages`, { content: 'a member\'s' })).body;
+    const from = plainWs.events.length;
+    const edited = await request(s.apiUrl, 'PATCH', `${H}/${sent._id}`, { body: { content: 'deployed', embeds: [{ title: 'v2', description: 'done' }] } });
+    t.equal(edited.status, 200, edited.text);
+    t.equal(edited.body.content, 'deployed');
+    t.match(edited.body.embeds, [{ type: 'Text', title: 'v2', description: 'done' }]);
+    t.match(edited.body.edited, /^\d{4}-\d\d-\d\dT/, 'edited is set');
+    t.same(edited.body.webhook, sent.webhook, 'still the webhook\'s');
+    const upd = await plainWs.waitFor((e) => e.type === 'MessageUpdate' && e.id === sent._id, undefined, from);
+    t.equal(upd.data.content, 'deployed', 'members hear of the edit');
+    t.equal((await plain.api.get(`/channels/${srv.general}/messages/${sent._id}`)).body.content, 'deployed');
+    // Refusals: another author's message, a wrong token, unknown ids, bad bodies; nothing changes.
+    const head = await s.store.streamRevision(`message-${mine._id}`);
+    t.match(await request(s.apiUrl, 'PATCH', `${H}/${mine._id}`, { body: { content: 'hijack' } }), { status: 403, body: { type: 'CannotEditMessage' } });
+    t.match(await request(s.apiUrl, 'DELETE', `${H}/${mine._id}`), { status: 403, body: { type: 'CannotDeleteMessage' } });
+    t.equal(await s.store.streamRevision(`message-${mine._id}`), head, "a member's message is untouched");
+    t.match(await request(s.apiUrl, 'PATCH', `/webhooks/${hook.id}/not-the-token/${sent._id}`, { body: { content: 'spoof' } }), { status: 401, body: { type: 'NotAuthenticated' } });
+    t.match(await request(s.apiUrl, 'DELETE', `/webhooks/${hook.id}/not-the-token/${sent._id}`), { status: 401, body: { type: 'NotAuthenticated' } });
+    t.match(await request(s.apiUrl, 'PATCH', `${H}/01HZZZZZZZZZZZZZZZZZZZZZZZ`, { body: { content: 'x' } }), { status: 404, body: { type: 'NotFound' } });
+    t.match(await request(s.apiUrl, 'PATCH', `${H}/${sent._id}`, { body: { content: 'x'.repeat(2001) } }), { status: 400, body: { type: 'FailedValidation' } });
+    t.match(await request(s.apiUrl, 'PATCH', `${H}/${sent._id}`, { body: { content: 'x'.repeat(1990), embeds: [{ title: 'y'.repeat(20) }] } }), { status: 422, body: { type: 'PayloadTooLarge' } });
+    t.match(await request(s.apiUrl, 'PATCH', `${H}/${sent._id}`, { body: { colour: 'red' } }), { status: 400, body: { type: 'FailedValidation' } });
+    // A message of another channel is not this webhook's to touch, even with its id.
+    const other = await owner.api.post(`/servers/${srv.id}/channels`, { name: 'elsewhere' });
+    const far = (await owner.api.post(`/channels/${other.body._id}/messages`, { content: 'far' })).body;
+    t.match(await request(s.apiUrl, 'DELETE', `${H}/${far._id}`), { status: 404, body: { type: 'NotFound' } });
+    // Delete: 204, members hear it, and it is gone.
+    const del = await request(s.apiUrl, 'DELETE', `${H}/${sent._id}`);
+    t.equal(del.status, 204);
+    await plainWs.waitFor((e) => e.type === 'MessageDelete' && e.id === sent._id, undefined, from);
+    t.equal((await plain.api.get(`/channels/${srv.general}/messages/${sent._id}`)).status, 404);
+    t.match(await request(s.apiUrl, 'DELETE', `${H}/${sent._id}`), { status: 404, body: { type: 'NotFound' } }, 'deleted twice');
+  });
+
   t.test("Stoat's GitHub adaptor: a push becomes one embed; ping posts nothing; unknown events and bad payloads are refused", async (t) => {
     const gh = (event: string | undefined, body: unknown, token = hook.token) =>
       request(s.apiUrl, 'POST', `/webhooks/${hook.id}/${token}/github`, { body, headers: event === undefined ? {} : { 'X-GitHub-Event': event }, skipOpenApi: true });

@@ -81,6 +81,8 @@ export const ServerChannelObject = z.object({
   nsfw: z.literal(true).optional(),
   /** Present on voice channels. */
   voice: VoiceObject.optional(),
+  /** Stoat's slowmode: seconds a member waits between two messages here (0 or absent: none). */
+  slowmode: z.number().int().min(0).optional(),
 });
 /** A stored server channel. */
 export type ServerChannelObject = z.infer<typeof ServerChannelObject>;
@@ -132,7 +134,7 @@ export type InviteObject = z.infer<typeof InviteObject>;
 /** Removable server fields (`remove` of the server PATCH). */
 export const FieldsServer = z.enum(['Description', 'Categories', 'SystemMessages', 'Icon', 'Banner']);
 /** Removable channel fields. */
-export const FieldsChannel = z.enum(['Description', 'Icon', 'DefaultPermissions', 'Voice']);
+export const FieldsChannel = z.enum(['Description', 'Icon', 'DefaultPermissions', 'Voice', 'Slowmode']);
 /** Removable role fields (`Icon` goes with the spec's role icon). */
 export const FieldsRole = z.enum(['Colour', 'Icon']);
 /** Removable member fields (`JoinedAt` is accepted and has no effect, as in Revolt). */

@@ -32,6 +32,8 @@ import { GatewaySocket, type DropReason } from './socket.ts';
 import { ClientEventReader } from './streams.ts';
 import { requestAddress } from '../http/clientAddress.ts';
 import type { Cidr } from '../outbound/policy.ts';
+import { userFramesChannel, type UserFrame } from './userFrames.ts';
+import { activeSlowmodes } from '../ratelimit/slowmode.ts';
 
 /** The path of the WebSocket endpoint on the API server. */
 export const GATEWAY_PATH = '/ws';
@@ -142,7 +144,18 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
 
   const typingSub = createRedis(o.redisUrl, { maxRetriesPerRequest: null, enableOfflineQueue: true, connectTimeout: 5000 });
   typingSub.on('error', (err) => log.debug({ err: err.message }, 'gateway typing subscriber: redis error'));
+  const userChannel = userFramesChannel(o.prefix);
   typingSub.on('message', (channel: string, message: string) => {
+    if (channel === userChannel) {
+      let u: UserFrame;
+      try {
+        u = JSON.parse(message) as UserFrame;
+      } catch {
+        return;
+      }
+      for (const s of hub.socketsOf(u.user)) if (s.state === 'ready') s.send(u.frame);
+      return;
+    }
     if (channel !== typingChannel) return;
     let m: TypingMessage;
     try {
@@ -155,7 +168,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     if (m.server === '') for (const s of hub.privateSubscribersOf(m.channel)) s.send(frame);
     else for (const s of hub.subscribersOf(m.server)) if (s.state === 'ready' && s.sees(m.server, m.channel)) s.send(frame);
   });
-  await typingSub.subscribe(typingChannel);
+  await typingSub.subscribe(typingChannel, userChannel);
 
   /** Sends an error frame and closes the socket. */
   const fail = (s: GatewaySocket, error: GatewayError, reason: DropReason = 'auth') => {
@@ -188,11 +201,16 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       if (mine >= maxPerUser) return fail(s, { type: 'InternalError', at: 'SocketLimit' }, 'limit');
       s.userId = session.userId;
       s.sessionId = session.sessionId;
+      // Bonfire follows Ready with the user's active slowmodes, when there are any (read beside Ready, not before it).
+      const slowmodes = activeSlowmodes(o.readModels.redis, o.prefix, session.userId, o.now()).catch(() => []);
       const ready = await buildReady({ readModels: o.readModels, now: o.now }, session.userId, fields, s.settingsKeys);
       if (s.isClosed()) return;
       if (!ready) return fail(s, { type: 'OnboardingNotFinished' });
       s.send({ type: 'Authenticated' });
       s.send(ready.frame);
+      const active = await slowmodes;
+      if (s.isClosed()) return;
+      if (active.length > 0) s.send({ type: 'UserSlowmodes', slowmodes: active });
       await hub.activate(s, ready.visible, ready.privateChannels, ready.relations);
       if (!s.isClosed()) {
         s.present = true;

@@ -82,6 +82,7 @@ export const CLIENT_EVENT_TYPES: ReadonlySet<string> = new Set([
   'UserRelationship',
   'UserSettingsUpdate',
   'UserPlatformWipe',
+  'UserSlowmodes',
   'EmojiCreate',
   'EmojiUpdate',
   'EmojiDelete',

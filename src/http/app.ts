@@ -7,6 +7,7 @@
  * → 404 for everything unmatched (its body is never read).
  */
 import { randomUUID } from 'node:crypto';
+import querystring from 'node:querystring';
 import Koa from 'koa';
 import Router, { type RouterMiddleware } from '@koa/router';
 import cors from '@koa/cors';
@@ -197,7 +198,9 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[], deps: A
         ctx.request.body = rawBody;
       }
       const body = validate(route.body, rawBody ?? {}, 'body');
-      const query = validate(route.query, ctx.query, 'query');
+      // stoat.js appends `?` to every path, also to one that carries its own query (members_experimental_query):
+      // a raw trailing `?` is that separator, never data (a client encodes a `?` in a value as %3F).
+      const query = validate(route.query, ctx.querystring.endsWith('?') ? querystring.parse(ctx.querystring.slice(0, -1)) : ctx.query, 'query');
       const reason = auditReason(ctx);
       const result = await route.handler({
         ctx,

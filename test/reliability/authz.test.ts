@@ -243,6 +243,19 @@ const RECIPES: Record<string, Variant[]> = {
       },
     },
   ],
+  'PATCH /custom/emoji/:emoji_id': [
+    {
+      bit: 'ManageCustomisation',
+      what: 'rename an emoji',
+      ok: 200,
+      request: async (x, a) => {
+        const id = await x.upload({ name: 'owner', user: x.owner, api: x.owner.api }, 'emojis');
+        const made = await x.owner.api.put(`/custom/emoji/${id}`, { name: 'to_rename', parent: { type: 'Server', id: x.serverId } });
+        if (made.status !== 200) throw new Error(`emoji: ${made.text}`);
+        return () => a.api.patch(`/custom/emoji/${id}`, { name: `renamed_${a.name}` });
+      },
+    },
+  ],
   'DELETE /custom/emoji/:emoji_id': [
     {
       bit: 'ManageCustomisation',
@@ -262,6 +275,7 @@ const RECIPES: Record<string, Variant[]> = {
   'PATCH /channels/:channel_id': [
     { bit: 'ViewChannel', what: 'edit a hidden channel', ok: 200, needs: ['ManageChannel'], request: async (x, a) => () => a.api.patch(`/channels/${x.channel}`, { name: 'edited' }) },
     { bit: 'ManageChannel', what: 'edit', ok: 200, request: async (x, a) => () => a.api.patch(`/channels/${x.channel}`, { description: `by ${a.name}` }) },
+    { bit: 'ManageChannel', what: 'slowmode', ok: 200, request: async (x, a) => () => a.api.patch(`/channels/${x.channel}`, { slowmode: 5 }) },
   ],
   'DELETE /channels/:channel_id': [
     {

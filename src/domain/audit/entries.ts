@@ -62,6 +62,7 @@ export const AUDIT_ACTIONS = [
   'InviteCreate',
   'InviteDelete',
   'EmojiCreate',
+  'EmojiUpdate',
   'EmojiDelete',
   'MessageDelete',
   'MessageBulkDelete',
@@ -151,6 +152,7 @@ export const AUDITED_EVENT_TYPES = [
   'InviteCreated',
   'InviteDeleted',
   'EmojiCreated',
+  'EmojiEdited',
   'EmojiDeleted',
   'MessageDeleted',
   'MessagePinned',
@@ -193,7 +195,7 @@ export interface AuditFacts {
   ban?: ServerBanObject | null;
   /** The invite before the event (`InviteDeleted`). */
   invite?: InviteObject | null;
-  /** The emoji before the event (`EmojiDeleted`). */
+  /** The emoji before the event (`EmojiEdited`, `EmojiDeleted`). */
   emoji?: EmojiObject | null;
   /** The message before the event (message-stream events). */
   message?: MessageState | null;
@@ -249,6 +251,7 @@ export function auditNeeds(e: StoredEvent): AuditNeeds | null {
       return { channelId: e.data.channelId };
     case 'EmojiCreated':
       return { serverId };
+    case 'EmojiEdited':
     case 'EmojiDeleted':
       return { serverId, emojiId: e.data.emojiId };
     case 'MessageDeleted':
@@ -307,9 +310,9 @@ function serverFields(s: ServerState): Fields {
   return { name: s.name, description: s.description, categories: s.categories, system_messages: s.system_messages, analytics: s.analytics };
 }
 
-const CHANNEL_FIELDS = ['name', 'description', 'nsfw', 'voice', 'default_permissions', 'role_permissions'] as const;
+const CHANNEL_FIELDS = ['name', 'description', 'nsfw', 'voice', 'slowmode', 'default_permissions', 'role_permissions'] as const;
 const CHANNEL_CREATED_FIELDS = ['name', 'description', 'nsfw', 'voice'] as const;
-const CHANNEL_REMOVE: Record<string, string> = { Description: 'description', Icon: 'icon', DefaultPermissions: 'default_permissions', Voice: 'voice' };
+const CHANNEL_REMOVE: Record<string, string> = { Description: 'description', Icon: 'icon', DefaultPermissions: 'default_permissions', Voice: 'voice', Slowmode: 'slowmode' };
 
 /** Channel fields as audited (`nsfw` and `role_permissions` explicit). */
 function channelFields(c: ChannelState): Fields {
@@ -318,6 +321,7 @@ function channelFields(c: ChannelState): Fields {
     description: c.description,
     nsfw: c.nsfw === true,
     voice: c.voice,
+    slowmode: c.slowmode,
     default_permissions: c.default_permissions,
     role_permissions: c.role_permissions ?? {},
   };
@@ -484,6 +488,10 @@ export function auditEntryOf(e: StoredEvent, facts: AuditFacts): AuditEntry | nu
     }
     case 'EmojiCreated':
       return entry('EmojiCreate', { type: 'Emoji', id: e.data.emoji._id }, diff(null, emojiFields(e.data.emoji), EMOJI_FIELDS));
+    case 'EmojiEdited': {
+      const before = facts.emoji;
+      return entry('EmojiUpdate', { type: 'Emoji', id: e.data.emojiId }, before ? diff({ name: before.name }, { name: e.data.name }, ['name']) : {});
+    }
     case 'EmojiDeleted': {
       const before = facts.emoji;
       return entry('EmojiDelete', { type: 'Emoji', id: e.data.emojiId }, before ? diff(emojiFields(before), null, EMOJI_FIELDS) : {});

@@ -8,8 +8,11 @@ import type { DomainEvent } from '../events.ts';
 import type { FileObject } from '../shared.ts';
 import type { ChannelState } from './state.ts';
 
+/** The longest slowmode a channel may have: six hours (Stoat's DataEditChannel bound). */
+export const SLOWMODE_MAX_SECONDS = 21_600;
+
 /** Removable channel fields. */
-export type ChannelField = 'Description' | 'Icon' | 'DefaultPermissions' | 'Voice';
+export type ChannelField = 'Description' | 'Icon' | 'DefaultPermissions' | 'Voice' | 'Slowmode';
 
 /** Input of EditChannel; absent fields are unchanged. */
 export interface EditChannel {
@@ -19,6 +22,8 @@ export interface EditChannel {
   icon?: FileObject | undefined;
   nsfw?: boolean | undefined;
   voice?: { max_users?: number | undefined } | undefined;
+  /** Slowmode delay in seconds (the body schema bounds it: 0 to 21600, Stoat's six hours). */
+  slowmode?: number | undefined;
   /** Group channels only: on a server channel → 400 InvalidOperation. */
   owner?: string | undefined;
   remove: ChannelField[];
@@ -38,6 +43,7 @@ export function decideEditChannel(cmd: EditChannel, channel: ChannelState, ctx: 
   if (cmd.icon !== undefined) data.icon = cmd.icon;
   if (cmd.nsfw !== undefined) data.nsfw = cmd.nsfw;
   if (cmd.voice !== undefined) data.voice = cmd.voice.max_users !== undefined ? { max_users: cmd.voice.max_users } : {};
+  if (cmd.slowmode !== undefined) data.slowmode = cmd.slowmode;
   if (Object.keys(data).length === 0 && cmd.owner === undefined && cmd.remove.length === 0) return [];
   if (cmd.owner !== undefined) throw new AppError({ type: 'InvalidOperation' });
   if (data.voice !== undefined && !ctx.voiceEnabled) throw new AppError({ type: 'FeatureDisabled', feature: 'voice' });

@@ -19,6 +19,8 @@ export const channelEvents = {
       nsfw: z.boolean().optional(),
       /** Makes the channel a voice channel (or changes its settings). */
       voice: VoiceObject.optional(),
+      /** The slowmode delay in seconds (Stoat: 0 to 21600). */
+      slowmode: z.number().int().min(0).optional(),
     }),
     remove: z.array(FieldsChannel),
   }),

@@ -31,6 +31,7 @@ export function evolveChannel(state: ChannelState | null, e: DomainEvent, revisi
         if (field === 'Icon') delete s.icon;
         if (field === 'DefaultPermissions') delete s.default_permissions;
         if (field === 'Voice') delete s.voice;
+        if (field === 'Slowmode') delete s.slowmode;
       }
       const d = e.data.data;
       if (d.name !== undefined) s.name = d.name;
@@ -39,6 +40,7 @@ export function evolveChannel(state: ChannelState | null, e: DomainEvent, revisi
       if (d.nsfw === true) s.nsfw = true;
       if (d.nsfw === false) delete s.nsfw;
       if (d.voice !== undefined) s.voice = d.voice;
+      if (d.slowmode !== undefined) s.slowmode = d.slowmode;
       return s;
     }
     case 'ChannelDefaultPermissionsSet':

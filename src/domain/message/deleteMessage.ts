@@ -26,6 +26,12 @@ export function decideDeleteMessage(message: MessageState, ctx: DeleteContext): 
   return [{ type: 'MessageDeleted', data: { channel: message.channel } }];
 }
 
+/** A webhook deletes a message (Stoat's webhook_delete_message.rs): only one it sent (403 CannotDeleteMessage). */
+export function decideWebhookDeleteMessage(message: MessageState, webhookId: string): DomainEvent[] {
+  if (message.author !== webhookId) throw new AppError({ type: 'CannotDeleteMessage' });
+  return [{ type: 'MessageDeleted', data: { channel: message.channel } }];
+}
+
 /** The deletion of one message of a bulk delete: its id, the revision it expects and its event. */
 export interface BulkDeletion {
   messageId: string;

@@ -2,11 +2,10 @@
  * SendMessage: POST /channels/:id/messages (spec "Message"; reference §3.7 processing order; DESIGN §4
  * "lengths", "content + embeds ceiling", "counts", "masquerade", "mentions and emoji").
  *
- * Two pure steps, so that nothing is looked up for a request that is refused on its face:
- * `checkSendMessage` (permissions for what the body uses, the body ceiling, emptiness, flags and counts) runs
- * before the route resolves anything; `decideSendMessage` takes the facts the route resolved (reply
- * targets, which mentioned users can see the channel, the server's roles, the claimed files) and returns the
- * `MessageSent` event.
+ * One pure decision: the route builds the command (mentions parsed once, `mentionsOf`), one loader beside
+ * the route gathers every fact (`src/http/routes/messages/sendFacts.ts`: the sender's permissions, reply
+ * targets, which mentioned users can see the channel, the audience of mass mentions, the usable files, the
+ * slowmode slot), and `decideSendMessage` runs every check once, in Stoat's order, and returns `MessageSent`.
  */
 import { AppError } from '../../errors.ts';
 import { Permission } from '../../permissions/bits.ts';
@@ -17,7 +16,7 @@ import type { DomainEvent } from '../events.ts';
 import type { FileObject } from '../shared.ts';
 import { emojiKind } from './emoji.ts';
 import type { InteractionsObject, MasqueradeObject, MessageObject, TextEmbedObject } from './events.ts';
-import { parseMentions } from './mentions.ts';
+import { parseMentions, type ParsedMentions } from './mentions.ts';
 import { own } from '../../own.ts';
 
 /** The message limits (spec "Limits"; reference §3.7). */
@@ -74,9 +73,29 @@ export interface SendMessage {
   flags?: number | undefined;
   /** The sender is a bot: only bots may set the mention flags (Stoat). */
   bot?: boolean | undefined;
+  /** What the content mentions, parsed once when the command is made (`mentionsOf`). */
+  mentions: ParsedMentions;
 }
 
-/** Facts the route resolved for a send. */
+/** The mentions of a send: the content's, plus `@everyone` for a bot's mention flag (4), which mentions like the text. */
+export function mentionsOf(content: string | undefined, bot: boolean, flags: number | undefined): ParsedMentions {
+  const parsed = content === undefined ? { users: [], roles: [], everyone: false, online: false } : parseMentions(content);
+  if (bot && ((flags ?? 0) & FLAG_MENTIONS_EVERYONE) !== 0) parsed.everyone = true;
+  return parsed;
+}
+
+/**
+ * The slowmode that applies to a send (seconds; 0: none): the channel's, unless the sender has
+ * BypassSlowmode (Stoat) or ManageMessages, or cannot send there at all (the decision refuses that anyway).
+ */
+export function slowmodeFor(channelSlowmode: number | undefined, permissions: bigint): number {
+  if (channelSlowmode === undefined || channelSlowmode <= 0) return 0;
+  if (has(permissions, Permission.BypassSlowmode) || has(permissions, Permission.ManageMessages)) return 0;
+  if (!has(permissions, Permission.ViewChannel) || !has(permissions, Permission.SendMessage)) return 0;
+  return channelSlowmode;
+}
+
+/** The facts of a send (gathered by one loader beside the route). */
 export interface SendFacts {
   /** The sender's channel permission value. */
   permissions: bigint;
@@ -86,8 +105,15 @@ export interface SendFacts {
   replies: Readonly<Record<string, { author: string } | null>>;
   /** For each user mentioned in the content or by a reply: whether it is a member who can view the channel. */
   canView: Readonly<Record<string, boolean>>;
-  /** The claimed files (attachments and embed media) by id. */
+  /** The usable files (attachments and embed media) by id; a file that cannot be used is absent (404). */
   files: Readonly<Record<string, FileObject>>;
+  /** Whether the masquerade avatar can be used (false → 404); absent without one. */
+  avatar?: boolean | undefined;
+  /**
+   * The channel's slowmode as it applies to the sender (`slowmodeFor`): its delay and the milliseconds left
+   * of the sender's previous slot (0: this send holds the slot). Absent when no slowmode applies.
+   */
+  slowmode?: { seconds: number; waitMs: number } | undefined;
   /** Custom emoji ids of the server (for `interactions.reactions`). */
   emojis: ReadonlySet<string>;
   /**
@@ -149,12 +175,13 @@ export function fileIdsOf(cmd: Pick<SendMessage, 'attachments' | 'embeds'>): str
 }
 
 /**
- * The checks that need no lookups, in Revolt's order: ViewChannel, SendMessage, Masquerade (ManageRole too
- * for a colour), SendEmbeds, UploadFiles (attachments or embed media), React (interaction reactions); then
- * PayloadTooLarge, EmptyMessage, flags, `restrict_reactions`, TooManyReplies, TooManyAttachments, TooManyEmbeds,
- * and the interaction reactions' form and count.
+ * The checks of the body against the sender's permissions, in Stoat's order: ViewChannel, SendMessage,
+ * Masquerade (ManageRole too for a colour), SendEmbeds, UploadFiles (attachments or embed media); then the
+ * slowmode (429 InSlowmode); then React (interaction reactions), PayloadTooLarge, EmptyMessage, flags,
+ * `restrict_reactions`, TooManyReplies, TooManyAttachments, TooManyEmbeds, and the interaction reactions'
+ * form and count. The first step of `decideSendMessage` (exported for its tests).
  */
-export function checkSendMessage(cmd: SendMessage, permissions: bigint): void {
+export function checkSendMessage(cmd: SendMessage, permissions: bigint, slowmode?: SendFacts['slowmode']): void {
   requireAll(permissions, Permission.ViewChannel, Permission.SendMessage);
   if (cmd.masquerade !== undefined) {
     requirePermission(permissions, Permission.Masquerade);
@@ -162,6 +189,7 @@ export function checkSendMessage(cmd: SendMessage, permissions: bigint): void {
   }
   if (cmd.embeds.length > 0) requirePermission(permissions, Permission.SendEmbeds);
   if (fileIdsOf(cmd).length > 0) requirePermission(permissions, Permission.UploadFiles);
+  if (slowmode !== undefined && slowmode.waitMs > 0) throw new AppError({ type: 'InSlowmode', retry_after: Math.max(1, Math.ceil(slowmode.waitMs / 1000)) });
   const interactionReactions = cmd.interactions?.reactions ?? [];
   if (interactionReactions.length > 0) requirePermission(permissions, Permission.React);
 
@@ -182,16 +210,15 @@ export function checkSendMessage(cmd: SendMessage, permissions: bigint): void {
   for (const emoji of interactionReactions) if (emojiKind(emoji) === 'invalid') throw new AppError({ type: 'InvalidOperation' });
 }
 
-/** Checks everything and returns the `MessageSent` event. */
+/** Checks everything once and returns the `MessageSent` event. */
 export function decideSendMessage(cmd: SendMessage, facts: SendFacts): DomainEvent[] {
-  checkSendMessage(cmd, facts.permissions);
+  checkSendMessage(cmd, facts.permissions, facts.slowmode);
   const interactionReactions = [...new Set(cmd.interactions?.reactions ?? [])];
   for (const emoji of interactionReactions) {
     if (emojiKind(emoji) === 'custom' && !facts.emojis.has(emoji)) throw new AppError({ type: 'NotFound' });
   }
 
-  const parsed = cmd.content === undefined ? { users: [], roles: [], everyone: false, online: false } : parseMentions(cmd.content);
-  if (cmd.bot === true && ((cmd.flags ?? 0) & FLAG_MENTIONS_EVERYONE) !== 0) parsed.everyone = true;
+  const parsed = cmd.mentions;
   if (parsed.everyone || parsed.online) requirePermission(facts.permissions, Permission.MentionEveryone);
   const roleMentions = parsed.roles.filter((id) => facts.roles.has(id));
   if (roleMentions.length > 0) requirePermission(facts.permissions, Permission.MentionRoles);
@@ -210,11 +237,16 @@ export function decideSendMessage(cmd: SendMessage, facts: SendFacts): DomainEve
   }
   const mentions = mentioned.filter((id) => own(facts.canView, id) === true);
 
+  // A file is used once: the same id twice is as unusable as an unknown one.
+  const fileIds = fileIdsOf(cmd);
+  if (new Set(fileIds).size !== fileIds.length) throw new AppError({ type: 'NotFound' });
   const file = (id: string): FileObject => {
     const f = own(facts.files, id);
     if (!f) throw new AppError({ type: 'NotFound' });
     return f;
   };
+  for (const id of fileIds) file(id);
+  if (cmd.masquerade?.avatar !== undefined && facts.avatar !== true) throw new AppError({ type: 'NotFound' });
   const message: MessageObject = { _id: cmd.messageId, nonce: cmd.nonce, channel: cmd.channelId, author: cmd.authorId };
   if (cmd.content !== undefined && cmd.content.length > 0) message.content = cmd.content;
   if (cmd.attachments.length > 0) message.attachments = cmd.attachments.map(file);

@@ -134,4 +134,6 @@ export const serverEvents = {
   EmojiCreated: z.object({ emoji: EmojiObject }),
   /** A custom emoji was deleted. */
   EmojiDeleted: z.object({ emojiId: z.string() }),
+  /** A custom emoji was renamed (Stoat's emoji edit: the name is its only editable field). */
+  EmojiEdited: z.object({ emojiId: z.string(), name: z.string() }),
 };

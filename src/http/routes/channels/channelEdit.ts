@@ -1,8 +1,8 @@
-// PATCH /channels/:channel_id — {name?, description?, icon?, nsfw?, voice?, remove?} → Channel (ViewChannel, ManageChannel).
+// PATCH /channels/:channel_id — {name?, description?, icon?, nsfw?, voice?, slowmode?, remove?} → Channel (ViewChannel, ManageChannel).
 import { z } from 'zod';
 import { callerFromChannel, loadPrivateChannel } from '../../../access.ts';
 import { editPrivateChannel } from '../groups/private.ts';
-import { decideEditChannel } from '../../../domain/channel/editChannel.ts';
+import { decideEditChannel, SLOWMODE_MAX_SECONDS } from '../../../domain/channel/editChannel.ts';
 import { FileClaims, fileLocks } from '../../../files.ts';
 import { Permission } from '../../../permissions/bits.ts';
 import { require as requirePermission } from '../../../permissions/calculate.ts';
@@ -22,6 +22,8 @@ const Body = z.strictObject({
   /** Accepted and ignored, as in Revolt. */
   archived: z.boolean().nullish(),
   voice: voiceSettings.nullish(),
+  /** Seconds between a member's messages, up to six hours (Stoat's bounds); server channels only. */
+  slowmode: z.number().int().min(0).max(SLOWMODE_MAX_SECONDS).nullish(),
   remove: removeChannel.nullish(),
 });
 
@@ -50,6 +52,7 @@ export default defineRoute({
             icon,
             nsfw: body.nsfw ?? undefined,
             voice: body.voice ? { max_users: body.voice.max_users ?? undefined } : undefined,
+            slowmode: body.slowmode ?? undefined,
             owner: body.owner ?? undefined,
             remove: body.remove ?? [],
           },

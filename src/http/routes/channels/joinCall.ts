@@ -1,5 +1,5 @@
 // POST /channels/:channel_id/join_call — {node?, force_disconnect?, recipients?} → {token, url}: a LiveKit join token (Connect)
-// for a server voice channel, a DM or a group.
+// for a server voice channel, a DM or a group (400 AlreadyConnected while in a call, unless force_disconnect).
 import { z } from 'zod';
 import { channelAccess } from '../../../access.ts';
 import type { UserProfile } from '../../../domain/account/state.ts';
@@ -11,16 +11,17 @@ import { createJoinToken, LIVEKIT_NODE } from '../../../voice/token.ts';
 import { defineRoute } from '../../route.ts';
 import type { ServerVoiceState } from '../../../domain/voice/state.ts';
 import { rememberRing } from '../../../voice/ring.ts';
+import { disconnectEverywhere, voiceChannelsOf } from '../../../voice/sessions.ts';
 import { idString } from '../../schemas.ts';
 
-// Stoat's DataJoinCall. This service hands out tokens and keeps no record of who is in which call (only
-// LiveKit knows), so the two fields about other sessions are accepted and not acted on.
+// Stoat's DataJoinCall. Who is in which call is the voice presence LiveKit's webhooks keep (projection
+// `voice`): a user already in a call is refused (AlreadyConnected) unless `force_disconnect` asks to leave it.
 const Body = z.strictObject({
   /** LiveKit node to join: the one node of `GET /` (`features.livekit.nodes`); another name → 400 UnknownNode. */
   node: z.string().min(1).max(128).nullish(),
   /**
-   * Accepted, not acted on: LiveKit itself disconnects an earlier session of the same identity in the same
-   * room, and no other session is known here (so there is no AlreadyConnected either).
+   * Stoat's: true removes the user from every call they are in (LiveKit RemoveParticipant) before the token is
+   * made; without it, a user in a call already gets 400 AlreadyConnected.
    */
   force_disconnect: z.boolean().nullish(),
   /**
@@ -49,6 +50,16 @@ export default defineRoute({
     const voice = deps.config.voice;
     if (!voice.enabled) throw new AppError({ type: 'FeatureDisabled', feature: 'voice' });
     if (body.node != null && body.node !== LIVEKIT_NODE) throw new AppError({ type: 'UnknownNode' });
+
+    const current = await voiceChannelsOf(deps, caller.userId);
+    if (current.length > 0) {
+      if (body.force_disconnect !== true) throw new AppError({ type: 'AlreadyConnected' });
+      try {
+        await disconnectEverywhere(voice, caller.userId, current);
+      } catch {
+        throw new AppError({ type: 'LiveKitUnavailable' });
+      }
+    }
 
     const profile = await deps.readModels.getJson<UserProfile>(rm.user(caller.userId));
     // An onboarded caller always has a profile; without one the read models are behind or rebuilding.

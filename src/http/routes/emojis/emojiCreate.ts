@@ -10,12 +10,15 @@ import { onServer } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { idString } from '../../schemas.ts';
 
+/** An emoji name (Stoat's RE_EMOJI: lowercase letters, digits and _, 1 to 32). */
+export const emojiName = z.string().min(1).max(32).regex(/^[a-z0-9_]+$/, 'lowercase letters, digits and _ only');
+
 export default defineRoute({
   method: 'PUT',
   path: '/custom/emoji/:emoji_id',
   auth: 'user',
   body: z.strictObject({
-    name: z.string().min(1).max(32).regex(/^[a-z0-9_]+$/, 'lowercase letters, digits and _ only'),
+    name: emojiName,
     parent: z.discriminatedUnion('type', [z.strictObject({ type: z.literal('Server'), id: idString }), z.strictObject({ type: z.literal('Detached') })]),
     nsfw: z.boolean().nullish(),
   }),

@@ -30,13 +30,14 @@ export interface PrivateEdit {
   owner?: string | null | undefined;
   nsfw?: boolean | null | undefined;
   voice?: unknown;
+  slowmode?: number | null | undefined;
   remove?: ReadonlyArray<string> | null | undefined;
 }
 
 /** PATCH of a group (ManageChannel; DMs and Saved Notes: 400 InvalidOperation unless the body changes nothing). */
 export async function editPrivateChannel(rc: CommandRoute, channelId: string, body: PrivateEdit): Promise<PrivateChannelObject> {
   const remove = (body.remove ?? []).filter((f): f is 'Description' | 'Icon' => f === 'Description' || f === 'Icon');
-  const nothing = body.name == null && body.description == null && body.icon == null && body.nsfw == null && body.owner == null && body.voice == null && (body.remove ?? []).length === 0;
+  const nothing = body.name == null && body.description == null && body.icon == null && body.nsfw == null && body.owner == null && body.voice == null && body.slowmode == null && (body.remove ?? []).length === 0;
   await onPrivateChannel(
     rc,
     channelId,
@@ -46,7 +47,7 @@ export async function editPrivateChannel(rc: CommandRoute, channelId: string, bo
       if (nothing) return [];
       // Only groups have editable fields; voice settings and the server-only removable fields do not apply.
       const group = groupOf(a);
-      if (body.voice != null || remove.length !== (body.remove ?? []).length) throw new AppError({ type: 'InvalidOperation' });
+      if (body.voice != null || body.slowmode != null || remove.length !== (body.remove ?? []).length) throw new AppError({ type: 'InvalidOperation' });
       const files = new FileClaims(rc.deps, rc.caller.userId);
       const icon = await files.use(body.icon, 'icons', { type: 'ChannelIcon', id: channelId });
       const d = decideEditGroup(

@@ -8,7 +8,7 @@ import type { Write } from '../../../commands.ts';
 import { AppError } from '../../../errors.ts';
 import { setOwn } from '../../../own.ts';
 import type { FileObject } from '../../../domain/shared.ts';
-import { claimFile, fileStream, parseAvatarUrl, referenceFile } from '../../../files.ts';
+import { claimFile, fileStream, parseAvatarUrl } from '../../../files.ts';
 import type { AppDeps } from '../../deps.ts';
 
 /** Claimed files by id and the writes consuming them. */
@@ -26,12 +26,6 @@ export async function claimAttachments(deps: AppDeps, fileIds: readonly string[]
   const files: Record<string, FileObject> = {};
   fileIds.forEach((id, i) => setOwn(files, id, claims[i]!.file));
   return { files, writes: claims.map((c) => c.write) };
-}
-
-/** The write (if any) that makes a masquerade avatar servable; 400 for a URL that is not ours, 404 for an unknown file. */
-export async function referenceAvatar(deps: AppDeps, url: string, userId: string, messageId: string): Promise<Write[]> {
-  const ref = await referenceFile(deps, { url, userId, by: { type: 'Message', id: messageId } });
-  return ref.write ? [ref.write] : [];
 }
 
 /** The file streams a message touches, to serialise on inside the process (a bad avatar URL is 400 here). */

@@ -1,30 +1,25 @@
-// POST /channels/:channel_id/messages — DataMessageSend (+ Idempotency-Key) → the created Message with `user` and `member`.
-import { channelAccess } from '../../../access.ts';
+// POST /channels/:channel_id/messages — DataMessageSend (+ Idempotency-Key) → the created Message with `user` and `member` (429 InSlowmode in a slowmode).
+import { channelAccess, loadChannel } from '../../../access.ts';
 import { AppError } from '../../../errors.ts';
 import type { UserProfile } from '../../../domain/account/state.ts';
 import { messageStream } from '../../../domain/message/events.ts';
-import { parseMentions } from '../../../domain/message/mentions.ts';
-import { recipientsOf } from '../../../domain/private/state.ts';
-import { checkSendMessage, decideSendMessage, fileIdsOf, type SendMessage } from '../../../domain/message/sendMessage.ts';
+import { decideSendMessage, fileIdsOf, mentionsOf, type SendMessage } from '../../../domain/message/sendMessage.ts';
 import type { MemberObject } from '../../../domain/models.ts';
-import { channelPermissionsOf } from '../../../domain/server/permissions.ts';
 import { validateKey } from '../../../idempotency/store.ts';
 import { newId } from '../../../ids.ts';
-import { Permission } from '../../../permissions/bits.ts';
-import { has } from '../../../permissions/calculate.ts';
 import { rm } from '../../../readmodel/keys.ts';
-import { loadMessages } from '../../../readmodel/messages.ts';
 import type { AppDeps } from '../../deps.ts';
 import { defineRoute, type RouteContext } from '../../route.ts';
 import { defined } from '../../schemas.ts';
 import { presentUser } from '../users/present.ts';
-import { claimAttachments, fileLocks, referenceAvatar } from './files.ts';
+import { fileLocks } from './files.ts';
+import { loadSendFacts } from './sendFacts.ts';
+import { releaseSlowmode } from '../../../ratelimit/slowmode.ts';
+import { sendToUser } from '../../../gateway/userFrames.ts';
 import { presentMessage } from './present.ts';
 import { evolveMessage } from '../../../domain/message/state.ts';
 import type { MessageObject } from '../../../domain/message/events.ts';
 import { embedOf, SendBody } from './schemas.ts';
-import { loadAudience } from './audience.ts';
-import { own, setOwn } from '../../../own.ts';
 
 /** The `Idempotency-Key` header (undefined when absent; empty or over 64 characters → 400 FailedValidation). */
 function headerKey(rc: RouteContext<SendBody, undefined>): string | undefined {
@@ -39,59 +34,31 @@ interface Sent {
 }
 
 /** Appends the message (and what it claims); resolves once it is projected. */
-async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage): Promise<Sent> {
+async function send(rc: RouteContext<SendBody, undefined>, cmd: SendMessage, slowmode: { taken: number }): Promise<Sent> {
   const { deps } = rc;
-  const avatar = cmd.masquerade?.avatar;
-  const locks = [messageStream(cmd.messageId), ...fileLocks(deps, fileIdsOf(cmd), avatar)];
+  const locks = [messageStream(cmd.messageId), ...fileLocks(deps, fileIdsOf(cmd), cmd.masquerade?.avatar)];
   const done = await deps.executor.execute(rc.meta, locks, async () => {
     const access = await channelAccess(deps, cmd.channelId, cmd.authorId);
-    checkSendMessage(cmd, access.permissions);
-    const claimed = await claimAttachments(deps, fileIdsOf(cmd), cmd.authorId, cmd.messageId);
-    const avatarWrites = avatar === undefined ? [] : await referenceAvatar(deps, avatar, cmd.authorId, cmd.messageId);
-
-    const replyIds = [...new Set(cmd.replies.map((r) => r.id))];
-    const targets = await loadMessages(deps.readModels, cmd.channelId, replyIds);
-    const replies: Record<string, { author: string } | null> = {};
-    replyIds.forEach((id, i) => setOwn(replies, id, targets[i] ? { author: targets[i]!.author } : null));
-
-    // Mentions count only for members who can see the channel: the content's and the replied authors'.
-    const parsed = cmd.content ? parseMentions(cmd.content) : undefined;
-    const candidates = new Set(parsed?.users ?? []);
-    for (const r of cmd.replies) if (r.mention && own(replies, r.id)) candidates.add(own(replies, r.id)!.author);
-    const ids = [...candidates];
-    const canView: Record<string, boolean> = {};
-    if (access.kind === 'server') {
-      const members = await deps.readModels.hmgetJson<MemberObject>(rm.serverMembers(access.server._id), ids);
-      const now = deps.now();
-      ids.forEach((id, i) => {
-        const m = members[i];
-        setOwn(canView, id, m !== null && m !== undefined && has(channelPermissionsOf(access.server, id, m, access.channel, now), Permission.ViewChannel));
-      });
-    } else {
-      // In a private channel the recipients see everything.
-      const recipients = new Set(recipientsOf(access.channel));
-      for (const id of ids) setOwn(canView, id, recipients.has(id));
-    }
-
-    const events = decideSendMessage(cmd, {
-      permissions: access.permissions,
-      roles: new Set(access.kind === 'server' ? Object.keys(access.server.roles) : []),
-      replies,
-      canView,
-      files: claimed.files,
-      emojis: new Set(access.kind === 'server' ? (access.server.emojis ?? []) : []),
-      // A bot's `@everyone` flag (4) mentions like the text does.
-      audience: await loadAudience(deps, access, cmd.bot === true && ((cmd.flags ?? 0) & 4) !== 0 ? { users: [], roles: [], online: false, ...parsed, everyone: true } : parsed),
-    });
+    const loaded = await loadSendFacts(deps, cmd, access, { uploader: cmd.authorId, slowmode: true });
+    slowmode.taken = loaded.slowmodeTaken;
+    const events = decideSendMessage(cmd, loaded.facts);
     const message = { stream: messageStream(cmd.messageId), scope: access.scope, expected: 'no_stream' as const, events };
     const sent = events[0]!;
     if (sent.type !== 'MessageSent') throw new Error('a send decides a MessageSent');
     return {
-      writes: [message, ...claimed.writes, ...avatarWrites],
+      writes: [message, ...loaded.writes],
       result: { serverId: access.kind === 'server' ? access.server._id : null, message: sent.data.message },
     };
   });
   return done.result;
+}
+
+/** Stoat's `UserSlowmodes` to the sender: after a send that took the slot, and when a send is refused by it. */
+function tellSlowmode(deps: AppDeps, userId: string, channelId: string, duration: number, retryAfter: number): void {
+  void sendToUser(deps.readModels.redis, deps.config.redisPrefix, userId, {
+    type: 'UserSlowmodes',
+    slowmodes: [{ channel_id: channelId, duration, retry_after: retryAfter }],
+  });
 }
 
 /** The sender's user and member objects for the answer. */
@@ -130,17 +97,25 @@ export default defineRoute({
         : undefined,
       flags: body.flags ?? undefined,
       ...(caller.bot ? { bot: true } : {}),
+      mentions: mentionsOf(body.content ?? undefined, caller.bot !== undefined, body.flags ?? undefined),
     };
+    const slowmode = { taken: 0 };
     let sent: Sent;
     try {
-      sent = await send(rc, cmd);
+      sent = await send(rc, cmd, slowmode);
     } catch (err) {
-      // Release the key only when nothing was appended, so a refused send can be retried with it.
-      if (key !== undefined && (await deps.store.streamRevision(messageStream(cmd.messageId)).catch(() => 0)) < 0) {
-        deps.idempotency.release(caller.userId, key);
+      if (err instanceof AppError && err.body.type === 'InSlowmode') {
+        const seconds = (await loadChannel(deps, channelId))?.slowmode ?? err.body.retry_after;
+        tellSlowmode(deps, caller.userId, channelId, seconds, err.body.retry_after);
+      }
+      // Release the key and the slowmode slot only when nothing was appended, so a refused send can be retried.
+      if ((key !== undefined || slowmode.taken > 0) && (await deps.store.streamRevision(messageStream(cmd.messageId)).catch(() => 0)) < 0) {
+        if (key !== undefined) deps.idempotency.release(caller.userId, key);
+        if (slowmode.taken > 0) await releaseSlowmode(deps.readModels.redis, deps.config.redisPrefix, caller.userId, channelId, cmd.messageId);
       }
       throw err;
     }
+    if (slowmode.taken > 0) tellSlowmode(deps, caller.userId, channelId, slowmode.taken, slowmode.taken);
     // Link previews (Stoat's January): the event says whether there are any, the worker role fetches them.
     // The answer is the decided message as the projection stored it (a new message is its MessageSent as
     // is); it was projected before `send` resolved, so a read that follows sees it too.

@@ -10,6 +10,7 @@ import memberEdit from './memberEdit.ts';
 import memberFetch from './memberFetch.ts';
 import memberKick from './memberKick.ts';
 import memberList from './memberList.ts';
+import memberQuery from './memberQuery.ts';
 import roleCreate from './roleCreate.ts';
 import roleDelete from './roleDelete.ts';
 import roleEdit from './roleEdit.ts';
@@ -36,6 +37,7 @@ export default [
   roleDelete,
   roleRanks,
   memberList,
+  memberQuery,
   memberFetch,
   memberEdit,
   memberKick,

@@ -1,4 +1,4 @@
-// PATCH /servers/:server_id/members/:user_id — nickname, avatar, roles, timeout, can_publish, can_receive, voice_channel, remove → Member (Stoat's checks).
+// PATCH /servers/:server_id/members/:user_id — nickname, avatar, roles, timeout, can_publish, can_receive, voice_channel (+ UserMoveVoiceChannel to the moved member), remove → Member (Stoat's checks).
 import { ROLE_LIMIT } from './roleCreate.ts';
 import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
@@ -9,6 +9,9 @@ import { decideMove } from '../../../domain/voice/move.ts';
 import type { ServerVoiceState } from '../../../domain/voice/state.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { moveParticipant, roomService } from '../../../voice/rooms.ts';
+import { createJoinToken, LIVEKIT_NODE } from '../../../voice/token.ts';
+import { sendToUser } from '../../../gateway/userFrames.ts';
+import type { UserProfile } from '../../../domain/account/state.ts';
 import type { AppDeps } from '../../deps.ts';
 import { FileClaims, fileLocks } from '../../../files.ts';
 import { onServer } from '../../command.ts';
@@ -40,16 +43,36 @@ async function planMove(deps: AppDeps, a: ServerAccess, callerId: string, userId
   const channel = await loadChannel(deps, to);
   const destination = channel && channel.server === a.server._id ? channel : null;
   const now = deps.executor.now().getTime();
-  return decideMove({
+  const targetPermissions = destination ? channelPermissionsOf(a.server, userId, target, destination, now) : 0n;
+  const move = decideMove({
     userId,
     self: userId === callerId,
     callerRanking: callerFromServer(a, callerId).ranking,
     targetRanking: memberRanking(a.server, target),
     destination: destination ? { id: destination._id, voice: destination.voice !== undefined } : null,
     callerPermissions: destination ? channelPermissionsOf(a.server, callerId, a.member, destination, now) : 0n,
-    targetPermissions: destination ? channelPermissionsOf(a.server, userId, target, destination, now) : 0n,
+    targetPermissions,
     voice: await deps.readModels.getJson<ServerVoiceState>(rm.serverVoice(a.server._id)),
   });
+  return move && { ...move, permissions: targetPermissions, maxUsers: destination?.voice?.max_users };
+}
+
+/**
+ * Stoat's `UserMoveVoiceChannel` to the moved member's sockets: the rooms, the node and a join token for the
+ * new room with their permissions there (LiveKit already moved the session; a client may rejoin with it).
+ */
+async function tellMoved(deps: AppDeps, userId: string, move: { from: string; to: string; permissions: bigint; maxUsers?: number | undefined }): Promise<void> {
+  const voice = deps.config.voice;
+  if (!voice.enabled) return;
+  const profile = await deps.readModels.getJson<UserProfile>(rm.user(userId));
+  const token = await createJoinToken(voice, {
+    room: move.to,
+    identity: userId,
+    name: profile?.display_name ?? profile?.username ?? userId,
+    permissions: move.permissions,
+    maxUsers: move.maxUsers,
+  });
+  await sendToUser(deps.readModels.redis, deps.config.redisPrefix, userId, { type: 'UserMoveVoiceChannel', node: LIVEKIT_NODE, from: move.from, to: move.to, token });
 }
 
 export default defineRoute({
@@ -66,6 +89,7 @@ export default defineRoute({
     // refused edit moves nobody, and a move LiveKit refuses appends nothing. (A retried decision does not move
     // again.)
     let moved = false;
+    let made: Awaited<ReturnType<typeof planMove>> = null;
     await onServer(
       rc,
       serverId,
@@ -92,13 +116,17 @@ export default defineRoute({
         if (body.voice_channel != null && !moved) {
           const move = await planMove(deps, a, caller.userId, userId, body.voice_channel);
           const voice = deps.config.voice;
-          if (move && voice.enabled) await moveParticipant(roomService(voice), move.from, userId, move.to);
+          if (move && voice.enabled) {
+            await moveParticipant(roomService(voice), move.from, userId, move.to);
+            made = move;
+          }
           moved = true;
         }
         return { events, also: files.writes };
       },
       { lock: fileLocks(body.avatar) },
     );
+    if (made) await tellMoved(deps, userId, made);
     const member = await loadMember(deps, serverId, userId);
     if (!member) throw new AppError({ type: 'NotFound' });
     return member;

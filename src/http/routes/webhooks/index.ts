@@ -9,5 +9,7 @@ import webhookFetch from './webhookFetch.ts';
 import webhookFetchToken from './webhookFetchToken.ts';
 import webhookGithub from './webhookGithub.ts';
 import webhookList from './webhookList.ts';
+import messageEdit from './messageEdit.ts';
+import messageDelete from './messageDelete.ts';
 
-export default [webhookCreate, webhookList, webhookFetch, webhookFetchToken, webhookEdit, webhookEditToken, webhookDelete, webhookDeleteToken, webhookExecute, webhookGithub];
+export default [webhookCreate, webhookList, webhookFetch, webhookFetchToken, webhookEdit, webhookEditToken, webhookDelete, webhookDeleteToken, webhookExecute, webhookGithub, messageEdit, messageDelete];

@@ -1,5 +1,5 @@
 // POST /webhooks/:webhook_id/:token — DataMessageSend (+ Idempotency-Key) as the webhook (no session) → Message with `webhook: {name, avatar}`.
-import type { SendMessage } from '../../../domain/message/sendMessage.ts';
+import { mentionsOf, type SendMessage } from '../../../domain/message/sendMessage.ts';
 import { AppError } from '../../../errors.ts';
 import { validateKey } from '../../../idempotency/store.ts';
 import { newId } from '../../../ids.ts';
@@ -33,6 +33,7 @@ export default defineRoute({
       masquerade: body.masquerade ? defined(body.masquerade) : undefined,
       interactions: body.interactions ? { reactions: body.interactions.reactions ?? undefined, restrict_reactions: body.interactions.restrict_reactions ?? undefined } : undefined,
       flags: body.flags ?? undefined,
+      mentions: mentionsOf(body.content ?? undefined, false, body.flags ?? undefined),
     };
     return sendAsWebhook(deps, rc.meta, first, params.token!, cmd, key === undefined ? undefined : { owner, key });
   },

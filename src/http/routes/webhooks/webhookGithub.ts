@@ -1,4 +1,5 @@
 // POST /webhooks/:webhook_id/:token/github — a GitHub delivery (`X-GitHub-Event` + payload) posted as one embed by the webhook → 204 (nothing posted for events Stoat ignores).
+import { mentionsOf } from '../../../domain/message/sendMessage.ts';
 import { z } from 'zod';
 import { githubEmbed } from '../../../domain/webhook/github.ts';
 import { AppError } from '../../../errors.ts';
@@ -32,6 +33,7 @@ export default defineRoute({
       attachments: [],
       embeds: [embedOf(checked.data)],
       replies: [],
+      mentions: mentionsOf(undefined, false, undefined),
     });
     return NO_CONTENT;
   },
