@@ -194,6 +194,12 @@ const schema = z
     PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     /** Push notifications one user may have queued or in delivery at once; more are dropped until some finish. */
     PUSH_USER_LIMIT: z.coerce.number().int().min(1).max(10_000).default(50),
+    /** hCaptcha secret: with CAPTCHA_SITEKEY, account creation, password reset and resend need a solved `captcha`. */
+    CAPTCHA_SECRET: z.string().max(512).optional(),
+    /** hCaptcha site key advertised to clients as `features.captcha.key`. */
+    CAPTCHA_SITEKEY: z.string().max(512).optional(),
+    /** Where captcha answers are verified (hCaptcha's siteverify, or a compatible service). */
+    CAPTCHA_VERIFY_URL: url.refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL').default('https://api.hcaptcha.com/siteverify'),
     /** FCM (Android push): the Firebase service-account JSON, or the path of a file holding it; unset = no FCM. */
     FCM_SERVICE_ACCOUNT: z.string().optional(),
     /** FCM: origin of the send URL (`<origin>/v1/projects/<id>/messages:send`); default Google's. */
@@ -245,6 +251,9 @@ const schema = z
       } catch (err) {
         ctx.addIssue({ code: 'custom', path: ['FCM_SERVICE_ACCOUNT'], message: (err as Error).message });
       }
+    }
+    if ((c.CAPTCHA_SECRET === undefined) !== (c.CAPTCHA_SITEKEY === undefined)) {
+      ctx.addIssue({ code: 'custom', path: [c.CAPTCHA_SECRET === undefined ? 'CAPTCHA_SECRET' : 'CAPTCHA_SITEKEY'], message: 'CAPTCHA_SECRET and CAPTCHA_SITEKEY are set together' });
     }
     const apns = [c.APNS_KEY, c.APNS_KEY_ID, c.APNS_TEAM_ID, c.APNS_TOPIC];
     if (apns.some((v) => v !== undefined) && apns.some((v) => v === undefined)) {
@@ -357,6 +366,8 @@ export interface Config {
   metrics: { port: number | undefined; host: string };
   /** Where outbound requests may connect (OUTBOUND_ALLOW_PRIVATE parsed; global unicast is always allowed). */
   outbound: OutboundPolicy;
+  /** hCaptcha (CAPTCHA_*): undefined = off. */
+  captcha: { secret: string; siteKey: string; verifyUrl: string } | undefined;
   /** Web Push: configured VAPID keys (undefined = generated and kept in the key store), subject, delivery bounds. */
   push: PushConfig;
   /** Link previews (Stoat's January): fetch limits, the per-URL cache and the job queue. */
@@ -531,6 +542,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     userServerLimit: c.USER_SERVER_LIMIT,
     metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
     outbound: outboundPolicy(c.OUTBOUND_ALLOW_PRIVATE),
+    captcha: c.CAPTCHA_SECRET !== undefined && c.CAPTCHA_SITEKEY !== undefined ? { secret: c.CAPTCHA_SECRET, siteKey: c.CAPTCHA_SITEKEY, verifyUrl: c.CAPTCHA_VERIFY_URL } : undefined,
     push: {
       vapid: c.VAPID_PUBLIC_KEY && c.VAPID_PRIVATE_KEY ? { publicKey: c.VAPID_PUBLIC_KEY.replace(/=+$/, ''), privateKey: c.VAPID_PRIVATE_KEY.replace(/=+$/, '') } : undefined,
       subject: c.VAPID_SUBJECT ?? subjectFromEmail(c.EMAIL_FROM),

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { AppError } from '../../../errors.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
+import { checkCaptcha } from './captcha.ts';
 import { normaliseEmail } from './accountCreate.ts';
 import { findAccountByEmail, newMailToken, sendLinkMail } from './accountTools.ts';
 
@@ -12,6 +13,7 @@ export default defineRoute({
   auth: 'none',
   body: z.strictObject({ email: z.string().max(320), captcha: z.string().max(4096).nullish() }),
   async handler({ deps, meta, body }) {
+    await checkCaptcha(deps, body.captcha);
     if (!deps.mail) throw new AppError({ type: 'OperationFailed' });
     const email = normaliseEmail(body.email);
     const found = await findAccountByEmail(deps, email);
