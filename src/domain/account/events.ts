@@ -96,5 +96,9 @@ export const accountEvents = {
     status: z.object({ text: z.string().optional(), presence: Presence.optional() }).optional(),
     profile: z.object({ content: z.string().optional(), background: FileObject.optional() }).optional(),
     remove: z.array(z.enum(['Avatar', 'StatusText', 'StatusPresence', 'ProfileContent', 'ProfileBackground', 'DisplayName'])).default([]),
+    /** Set by an instance admin (the event's actor): the user's badges. */
+    badges: z.number().int().nonnegative().optional(),
+    /** Set by an instance admin: the user's flags. */
+    flags: z.number().int().nonnegative().optional(),
   }),
 };

@@ -279,6 +279,8 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
       if (e.data.avatar !== undefined) u.avatar = e.data.avatar;
       if (e.data.status !== undefined) u.status = { ...u.status, ...e.data.status };
       if (e.data.profile !== undefined) u.profile = { ...u.profile, ...e.data.profile };
+      if (e.data.badges !== undefined) u.badges = e.data.badges;
+      if (e.data.flags !== undefined) u.flags = e.data.flags;
       if (u.status && Object.keys(u.status).length === 0) delete u.status;
       if (u.profile && Object.keys(u.profile).length === 0) delete u.profile;
       s.user = u;
