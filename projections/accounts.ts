@@ -33,6 +33,7 @@ export const accountsProjection: Projection = {
     'SessionRevoked',
     'PushSubscribed',
     'PushUnsubscribed',
+    'PolicyChangesAcknowledged',
     'PasswordChanged',
     'UserOnboarded',
     'UserEdited',

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { TAGS } from '../workers/media/policy.ts';
 import { isValidAllowList, outboundPolicy, type OutboundPolicy } from './outbound/policy.ts';
+import { readPolicyFile } from './users/policy.ts';
 import { parseApnsKey, parseServiceAccount, type ApnsKey, type ServiceAccount } from './push/credentials.ts';
 import { clusterUrl } from './redis.ts';
 
@@ -200,6 +201,8 @@ const schema = z
     CAPTCHA_SITEKEY: z.string().max(512).optional(),
     /** Where captcha answers are verified (hCaptcha's siteverify, or a compatible service). */
     CAPTCHA_VERIFY_URL: url.refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL').default('https://api.hcaptcha.com/siteverify'),
+    /** Path of the JSON file of policy changes (Stoat's PolicyChange array) shown in Ready until acknowledged; unset = none. */
+    POLICY_CHANGES: z.string().min(1).max(4096).optional(),
     /** FCM (Android push): the Firebase service-account JSON, or the path of a file holding it; unset = no FCM. */
     FCM_SERVICE_ACCOUNT: z.string().optional(),
     /** FCM: origin of the send URL (`<origin>/v1/projects/<id>/messages:send`); default Google's. */
@@ -254,6 +257,13 @@ const schema = z
     }
     if ((c.CAPTCHA_SECRET === undefined) !== (c.CAPTCHA_SITEKEY === undefined)) {
       ctx.addIssue({ code: 'custom', path: [c.CAPTCHA_SECRET === undefined ? 'CAPTCHA_SECRET' : 'CAPTCHA_SITEKEY'], message: 'CAPTCHA_SECRET and CAPTCHA_SITEKEY are set together' });
+    }
+    if (c.POLICY_CHANGES !== undefined) {
+      try {
+        readPolicyFile(c.POLICY_CHANGES);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', path: ['POLICY_CHANGES'], message: (err as Error).message });
+      }
     }
     const apns = [c.APNS_KEY, c.APNS_KEY_ID, c.APNS_TEAM_ID, c.APNS_TOPIC];
     if (apns.some((v) => v !== undefined) && apns.some((v) => v === undefined)) {
@@ -366,6 +376,8 @@ export interface Config {
   metrics: { port: number | undefined; host: string };
   /** Where outbound requests may connect (OUTBOUND_ALLOW_PRIVATE parsed; global unicast is always allowed). */
   outbound: OutboundPolicy;
+  /** POLICY_CHANGES: the policy-change file (absolute), or undefined. */
+  policyChangesFile: string | undefined;
   /** hCaptcha (CAPTCHA_*): undefined = off. */
   captcha: { secret: string; siteKey: string; verifyUrl: string } | undefined;
   /** Web Push: configured VAPID keys (undefined = generated and kept in the key store), subject, delivery bounds. */
@@ -542,6 +554,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     userServerLimit: c.USER_SERVER_LIMIT,
     metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
     outbound: outboundPolicy(c.OUTBOUND_ALLOW_PRIVATE),
+    policyChangesFile: c.POLICY_CHANGES !== undefined ? path.resolve(c.POLICY_CHANGES) : undefined,
     captcha: c.CAPTCHA_SECRET !== undefined && c.CAPTCHA_SITEKEY !== undefined ? { secret: c.CAPTCHA_SECRET, siteKey: c.CAPTCHA_SITEKEY, verifyUrl: c.CAPTCHA_VERIFY_URL } : undefined,
     push: {
       vapid: c.VAPID_PUBLIC_KEY && c.VAPID_PRIVATE_KEY ? { publicKey: c.VAPID_PUBLIC_KEY.replace(/=+$/, ''), privateKey: c.VAPID_PRIVATE_KEY.replace(/=+$/, '') } : undefined,

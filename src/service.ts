@@ -340,6 +340,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       partitions: config.projectorPartitions,
       log,
       now,
+      policyChangesFile: config.policyChangesFile,
       ...config.gateway,
     });
     log.info({ url: apiUrl }, 'api listening');

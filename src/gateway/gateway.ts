@@ -12,6 +12,7 @@
  * go through Redis pub/sub (they are not history), to the sockets that can see the channel on every
  * API process.
  */
+import { policySource } from '../users/policy.ts';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -44,6 +45,8 @@ export interface GatewayOptions {
   partitions: number;
   log: Logger;
   now: () => number;
+  /** POLICY_CHANGES: the file of policy changes Ready shows (undefined: none). */
+  policyChangesFile?: string | undefined;
   /** Interval of server pings (ms); a socket that has not answered the previous ping by the next is cut. */
   heartbeatMs: number;
   /** Unsent bytes a socket may have before it is cut as too slow. */
@@ -184,7 +187,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       if (mine >= maxPerUser) return fail(s, { type: 'InternalError', at: 'SocketLimit' }, 'limit');
       s.userId = session.userId;
       s.sessionId = session.sessionId;
-      const ready = await buildReady({ readModels: o.readModels, now: o.now }, session.userId, fields, s.settingsKeys);
+      const ready = await buildReady({ readModels: o.readModels, now: o.now, policyChanges: () => policySource(o.policyChangesFile, (m) => o.log.warn(m)).list() }, session.userId, fields, s.settingsKeys);
       if (s.isClosed()) return;
       if (!ready) return fail(s, { type: 'OnboardingNotFinished' });
       s.send({ type: 'Authenticated' });

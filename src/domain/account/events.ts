@@ -75,6 +75,8 @@ export const accountEvents = {
   }),
   /** A session's Web Push subscription ended: `user` (unsubscribed) or `gone` (the push service answered 404 or 410 for `endpoint`). */
   PushUnsubscribed: z.object({ sessionId: z.string(), reason: z.enum(['user', 'gone']), endpoint: z.string().optional() }),
+  /** The user acknowledged the policy changes created up to `upTo` (ISO 8601; the epoch when there were none). */
+  PolicyChangesAcknowledged: z.object({ upTo: z.string() }),
   /** The password was changed. */
   PasswordChanged: z.object({
     passwordHash: z.string(),

@@ -28,6 +28,8 @@ export interface AccountState {
   deletion?: PendingToken | null;
   /** The account was deleted (its personal data erased). */
   deleted?: boolean;
+  /** Policy changes created up to this time (ISO 8601) were acknowledged; unset = none since the account's creation. */
+  policyAckedUpTo?: string;
   /** Open MFA tickets by id (at most `MAX_TICKETS`, oldest dropped). */
   tickets?: Record<string, MfaTicketState>;
   /** TOTP: a generated secret (encrypted under the configured key), pending until confirmed, then enabled. */
@@ -143,6 +145,9 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
       if (cur) s.sessions = { ...s.sessions, [e.data.sessionId]: { ...cur, name: e.data.name } };
       return s;
     }
+    case 'PolicyChangesAcknowledged':
+      s.policyAckedUpTo = e.data.upTo;
+      return s;
     case 'PushSubscribed': {
       const cur = own(s.sessions, e.data.sessionId);
       // Absent fields: the account's key was destroyed (a rebuild after deletion); nothing to keep.
