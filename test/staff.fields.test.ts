@@ -43,6 +43,14 @@ t.test('server discoverable and flags, user badges and flags: instance admins on
   t.same([(await admin.api.patch(`/servers/${srv.id}`, { flags: 4 })).status, (await admin.api.patch(`/servers/${srv.id}`, { flags: -1 })).status], [400, 400], 'only Verified and Official');
   t.equal((await admin.api.patch(`/servers/${srv.id}`, { flags: 0, discoverable: false })).body.flags, 0, 'and cleared again');
 
+  // As Stoat, an admin needs no membership for these two fields; anyone else outside the server gets 404.
+  const other = await createServer(owner, 'Not joined');
+  t.equal((await mod.api.patch(`/servers/${other.id}`, { flags: 1 })).status, 404, 'a moderator outside the server');
+  const outside = await admin.api.patch(`/servers/${other.id}`, { flags: 1, discoverable: true });
+  t.same([outside.status, outside.body.flags, outside.body.discoverable], [200, 1, true], 'an admin outside the server');
+  t.equal((await admin.api.patch(`/servers/${other.id}`, { flags: 2, name: 'x' })).status, 404, 'but other fields still need membership');
+  t.equal((await owner.api.get(`/servers/${other.id}`)).body.flags, 1);
+
   // Users: nobody sets their own badges or flags; nobody but an admin edits another user.
   for (const body of [{ badges: 1 }, { flags: 4 }]) {
     const self = await owner.api.patch('/users/@me', body);

@@ -1,9 +1,10 @@
 // PATCH /servers/:server_id — name, description, icon, banner, categories, system_messages, analytics, remove (flags, discoverable: instance admins) → the full Server.
 import { z } from 'zod';
-import { callerFromServer } from '../../../access.ts';
+import { callerFromServer, loadServer } from '../../../access.ts';
+import { AppError } from '../../../errors.ts';
 import { decideEditServer } from '../../../domain/server/editServer.ts';
 import { FileClaims, fileLocks } from '../../../files.ts';
-import { onServer } from '../../command.ts';
+import { onServer, serverStream } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { defined, description1024, idString, name32, removeServer } from '../../schemas.ts';
 import { instanceRole } from '../admin/staff.ts';
@@ -45,6 +46,19 @@ export default defineRoute({
     const { body, params, caller, deps } = rc;
     const serverId = params.server_id!;
     const privileged = body.flags != null || body.discoverable != null ? (await instanceRole(deps, caller.userId)) === 'admin' : false;
+    const staffOnly = Object.entries(body).every(([k, v]) => v == null || k === 'flags' || k === 'discoverable');
+    if (privileged && staffOnly) {
+      // As Stoat, a privileged user sets these on any server, a member or not: no server permission is involved.
+      const stream = serverStream(serverId);
+      await deps.executor.execute(rc.meta, [stream], async () => {
+        const server = await loadServer(deps, serverId);
+        if (!server) throw new AppError({ type: 'NotFound' });
+        const staff = { userId: caller.userId, permissions: 0n, ranking: Number.MAX_SAFE_INTEGER, isOwner: false };
+        const events = decideEditServer({ flags: body.flags ?? undefined, discoverable: body.discoverable ?? undefined, remove: [] }, { server, members: {}, bans: {} }, { caller: staff, privileged });
+        return { writes: [{ stream, scope: serverId, expected: server.revision, events }], result: undefined };
+      });
+      return currentServer(deps, serverId);
+    }
     // The uploads are claimed inside the decision: appended with the edit, or not at all.
     await onServer(
       rc,
