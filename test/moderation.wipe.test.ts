@@ -4,6 +4,7 @@
  * flags: 4}` (Stoat's Banned flag) so their clients drop the user's messages. Someone who shares nothing with
  * the user gets nothing; a suspension wipes nothing.
  */
+import { Client } from 'stoat.js';
 import t from 'tap';
 import { runAdmin } from '../src/cli/accountsAdmin.ts';
 import { signup, type TestUser } from './helpers/http.ts';
@@ -11,6 +12,9 @@ import { createServer, join } from './helpers/servers.ts';
 import { startTestService, type TestService } from './helpers/service.ts';
 import { until } from './helpers/wait.ts';
 import { connectReady, type WsClient } from './helpers/ws.ts';
+import { clearClientIntervalsAtTeardown, installWebSocket, signUpWithClient } from './helpers/realClients.ts';
+
+installWebSocket();
 
 async function grant(s: TestService, u: TestUser, role: 'moderator' | 'admin'): Promise<void> {
   if ((await runAdmin(['grant', u.userId, '--role', role], { store: s.store, print: () => {}, error: () => {} })) !== 0) throw new Error('grant failed');
@@ -60,4 +64,25 @@ t.test('a ban sends UserPlatformWipe to everyone who shares something with the u
   t.same(wipes(stranger), [], 'someone who shares nothing gets nothing');
   for (const u of [member, dmPeer, groupPeer, asker]) t.equal(wipes(u).length, 1, 'once each');
   t.notOk(sockets.get(member)!.events.some((e) => e.type === 'UserPlatformWipe' && e.user_id === suspended.userId), 'no wipe for the suspension');
+});
+
+t.test('stoat.js drops the banned user\'s messages and marks the user Banned', async (t) => {
+  clearClientIntervalsAtTeardown(t);
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const [admin, victim] = await Promise.all([signup(s), signup(s)]);
+  await grant(s, admin, 'admin');
+  const watcher = await signUpWithClient(t, Client as never, 'stoat.js', s.apiUrl, `wipewatch${process.pid}`);
+  const srv = (await watcher.api.post('/servers/create', { name: 'wipe' })) as { server: { _id: string }; channels: Array<{ _id: string }> };
+  const general = srv.channels[0]!._id;
+  const invite = (await watcher.api.post(`/channels/${general}/invites`)) as { _id: string };
+  t.equal((await victim.api.post(`/invites/${invite._id}`)).status, 200);
+  const sent = await victim.api.post(`/channels/${general}/messages`, { content: 'spam spam' });
+  t.equal(sent.status, 200);
+  const kept = (await watcher.api.post(`/channels/${general}/messages`, { content: 'mine' })) as { _id: string };
+  await until('both messages cached by stoat.js', () => (watcher.messages.get(sent.body._id) && watcher.messages.get(kept._id) ? true : undefined));
+  t.equal((await admin.api.post(`/admin/users/${victim.userId}/ban`, { reason: 'spam' })).status, 200);
+  await until('the message dropped by stoat.js', () => (watcher.messages.get(sent.body._id) ? undefined : true));
+  t.notOk(watcher.messages.get(sent.body._id), "the banned user's message is gone from the client");
+  t.ok(watcher.messages.get(kept._id), 'the others stay');
+  await until('the user marked', () => (watcher.users.get(victim.userId)?.flags === 4 ? true : undefined));
 });
