@@ -46,6 +46,7 @@ export const accountsProjection: Projection = {
     'SessionRevoked',
     'PushSubscribed',
     'PushUnsubscribed',
+    'PolicyChangesAcknowledged',
     'PasswordChanged',
     'UserOnboarded',
     'UserEdited',

@@ -15,6 +15,9 @@ import type { AccountState } from '../src/domain/account/state.ts';
 import type { InstanceRole } from '../src/domain/moderation/events.ts';
 import type { InstanceAuditEntry, ReportState, SanctionState } from '../src/domain/moderation/state.ts';
 import { rm } from '../src/readmodel/keys.ts';
+
+/** Stoat's user flag of a banned account (sent in UserPlatformWipe). */
+const USER_FLAG_BANNED = 4;
 import type { Projection, ProjectionTx } from './types.ts';
 import { endBotSockets } from './accounts.ts';
 
@@ -148,6 +151,9 @@ export const moderationProjection: Projection = {
         tx.setJson(rm.sanction(e.data.userId), s);
         await endSessions(tx, e.data.userId);
         await endBotSockets(tx, e.data.userId);
+        // Stoat's UserPlatformWipe (flags: its user flag Banned): everyone who shares a server, a DM or group,
+        // or a relationship with a banned user drops their messages (the hub finds them).
+        if (e.type === 'AccountBanned') tx.emit({ kind: 'userPresence', userId: e.data.userId }, { type: 'UserPlatformWipe', user_id: e.data.userId, flags: USER_FLAG_BANNED });
         audit(tx, e, {
           action: e.type === 'AccountBanned' ? 'AccountBan' : 'AccountSuspend',
           target: { type: 'User', id: e.data.userId },

@@ -7,6 +7,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { TAGS } from '../workers/media/policy.ts';
 import { isValidAllowList, outboundPolicy, parseAllowList, type Cidr, type OutboundPolicy } from './outbound/policy.ts';
+import { readPolicyFile } from './users/policy.ts';
+import { parseApnsKey, parseServiceAccount, type ApnsKey, type ServiceAccount } from './push/credentials.ts';
 import { clusterUrl } from './redis.ts';
 
 /** The roles a process can run (DESIGN §2). */
@@ -214,6 +216,30 @@ const schema = z
     PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     /** Push notifications one user may have queued or in delivery at once; more are dropped until some finish. */
     PUSH_USER_LIMIT: z.coerce.number().int().min(1).max(10_000).default(50),
+    /** hCaptcha secret: with CAPTCHA_SITEKEY, account creation, password reset and resend need a solved `captcha`. */
+    CAPTCHA_SECRET: z.string().max(512).optional(),
+    /** hCaptcha site key advertised to clients as `features.captcha.key`. */
+    CAPTCHA_SITEKEY: z.string().max(512).optional(),
+    /** Where captcha answers are verified (hCaptcha's siteverify, or a compatible service). */
+    CAPTCHA_VERIFY_URL: url.refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL').default('https://api.hcaptcha.com/siteverify'),
+    /** Path of the JSON file of policy changes (Stoat's PolicyChange array) shown in Ready until acknowledged; unset = none. */
+    POLICY_CHANGES: z.string().min(1).max(4096).optional(),
+    /** FCM (Android push): the Firebase service-account JSON, or the path of a file holding it; unset = no FCM. */
+    FCM_SERVICE_ACCOUNT: z.string().optional(),
+    /** FCM: origin of the send URL (`<origin>/v1/projects/<id>/messages:send`); default Google's. */
+    FCM_ENDPOINT: url.refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL').optional(),
+    /** APNs (iOS push): the `.p8` provider key (PEM), or the path of a file holding it; with APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC. */
+    APNS_KEY: z.string().optional(),
+    /** APNs: the provider key's id (the token's `kid`). */
+    APNS_KEY_ID: z.string().regex(/^[A-Za-z0-9]{1,32}$/, 'letters and digits (Apple\'s 10-character key id)').optional(),
+    /** APNs: the team id (the token's `iss`). */
+    APNS_TEAM_ID: z.string().regex(/^[A-Za-z0-9]{1,32}$/, 'letters and digits (Apple\'s 10-character team id)').optional(),
+    /** APNs: the app's bundle id (`apns-topic`). */
+    APNS_TOPIC: z.string().regex(/^[A-Za-z0-9.-]{1,200}$/, 'a bundle id such as chat.revolt.app').optional(),
+    /** APNs: use Apple's sandbox host (development builds of the app). */
+    APNS_SANDBOX: bool.default(false),
+    /** APNs: origin requests go to instead of Apple's host (an https: URL). */
+    APNS_ENDPOINT: url.refine((u) => /^https:\/\//.test(u), 'must be an https: URL (APNs is HTTP/2 over TLS)').optional(),
     /** Deadline of one link-preview or image-proxy fetch (every redirect hop and the body together). */
     PREVIEW_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     /** Bytes of a page read for its preview (the head is parsed from these; the rest is never read). */
@@ -248,6 +274,34 @@ const schema = z
       ctx.addIssue({ code: 'custom', path: [c.VAPID_PUBLIC_KEY === undefined ? 'VAPID_PUBLIC_KEY' : 'VAPID_PRIVATE_KEY'], message: 'VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY are set together (or neither: generated once)' });
     } else if (c.VAPID_PUBLIC_KEY !== undefined && c.VAPID_PRIVATE_KEY !== undefined && !vapidPairMatches(c.VAPID_PUBLIC_KEY, c.VAPID_PRIVATE_KEY)) {
       ctx.addIssue({ code: 'custom', path: ['VAPID_PUBLIC_KEY'], message: 'is not the public key of VAPID_PRIVATE_KEY' });
+    }
+    if (c.FCM_SERVICE_ACCOUNT !== undefined) {
+      try {
+        parseServiceAccount(c.FCM_SERVICE_ACCOUNT);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', path: ['FCM_SERVICE_ACCOUNT'], message: (err as Error).message });
+      }
+    }
+    if ((c.CAPTCHA_SECRET === undefined) !== (c.CAPTCHA_SITEKEY === undefined)) {
+      ctx.addIssue({ code: 'custom', path: [c.CAPTCHA_SECRET === undefined ? 'CAPTCHA_SECRET' : 'CAPTCHA_SITEKEY'], message: 'CAPTCHA_SECRET and CAPTCHA_SITEKEY are set together' });
+    }
+    if (c.POLICY_CHANGES !== undefined) {
+      try {
+        readPolicyFile(c.POLICY_CHANGES);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', path: ['POLICY_CHANGES'], message: (err as Error).message });
+      }
+    }
+    const apns = [c.APNS_KEY, c.APNS_KEY_ID, c.APNS_TEAM_ID, c.APNS_TOPIC];
+    if (apns.some((v) => v !== undefined) && apns.some((v) => v === undefined)) {
+      const missing = (['APNS_KEY', 'APNS_KEY_ID', 'APNS_TEAM_ID', 'APNS_TOPIC'] as const).find((k) => c[k] === undefined)!;
+      ctx.addIssue({ code: 'custom', path: [missing], message: 'APNS_KEY, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC are set together' });
+    } else if (c.APNS_KEY !== undefined) {
+      try {
+        parseApnsKey(c.APNS_KEY);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', path: ['APNS_KEY'], message: (err as Error).message });
+      }
     }
     if (c.VOICE_ENABLED) {
       for (const k of ['LIVEKIT_URL', 'LIVEKIT_API_KEY', 'LIVEKIT_API_SECRET'] as const) {
@@ -364,6 +418,10 @@ export interface Config {
   outbound: OutboundPolicy;
   /** TRUST_PROXY parsed: the proxies whose X-Forwarded-For names the client (empty: none). */
   trustProxy: readonly Cidr[];
+  /** POLICY_CHANGES: the policy-change file (absolute), or undefined. */
+  policyChangesFile: string | undefined;
+  /** hCaptcha (CAPTCHA_*): undefined = off. */
+  captcha: { secret: string; siteKey: string; verifyUrl: string } | undefined;
   /** Web Push: configured VAPID keys (undefined = generated and kept in the key store), subject, delivery bounds. */
   push: PushConfig;
   /** Link previews (Stoat's January): fetch limits, the per-URL cache and the job queue. */
@@ -412,6 +470,10 @@ export interface PushConfig {
   timeoutMs: number;
   /** PUSH_USER_LIMIT: pushes one user may have queued or in delivery. */
   userLimit: number;
+  /** FCM (FCM_SERVICE_ACCOUNT, FCM_ENDPOINT); undefined = subscriptions with endpoint "fcm" get nothing. */
+  fcm: { account: ServiceAccount; origin: string } | undefined;
+  /** APNs (APNS_*); undefined = subscriptions with endpoint "apn" get nothing. */
+  apns: { key: ApnsKey; keyId: string; teamId: string; topic: string; origin: string } | undefined;
 }
 
 /** The 65-byte uncompressed point of a VAPID public key, or null. */
@@ -479,7 +541,7 @@ export class ConfigError extends Error {
 }
 
 /** Variables whose value must not appear in an error line. */
-const SECRET_VARIABLE = /SECRET|PASSWORD|TOKEN|_KEY$|^SMTP_URL$|^ACCOUNT_INVITES$/;
+const SECRET_VARIABLE = /SECRET|PASSWORD|TOKEN|_KEY$|^SMTP_URL$|^ACCOUNT_INVITES$|^FCM_SERVICE_ACCOUNT$/;
 
 /** Parses the environment (process.env by default). Empty strings count as unset. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -556,6 +618,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     metrics: { port: c.METRICS_PORT, host: c.METRICS_HOST },
     outbound: outboundPolicy(c.OUTBOUND_ALLOW_PRIVATE),
     trustProxy: parseAllowList(c.TRUST_PROXY),
+    policyChangesFile: c.POLICY_CHANGES !== undefined ? path.resolve(c.POLICY_CHANGES) : undefined,
+    captcha: c.CAPTCHA_SECRET !== undefined && c.CAPTCHA_SITEKEY !== undefined ? { secret: c.CAPTCHA_SECRET, siteKey: c.CAPTCHA_SITEKEY, verifyUrl: c.CAPTCHA_VERIFY_URL } : undefined,
     push: {
       vapid: c.VAPID_PUBLIC_KEY && c.VAPID_PRIVATE_KEY ? { publicKey: c.VAPID_PUBLIC_KEY.replace(/=+$/, ''), privateKey: c.VAPID_PRIVATE_KEY.replace(/=+$/, '') } : undefined,
       subject: c.VAPID_SUBJECT ?? subjectFromEmail(c.EMAIL_FROM),
@@ -563,6 +627,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       retryDelayMs: c.PUSH_RETRY_DELAY_MS,
       timeoutMs: c.PUSH_TIMEOUT_MS,
       userLimit: c.PUSH_USER_LIMIT,
+      fcm: c.FCM_SERVICE_ACCOUNT !== undefined ? { account: parseServiceAccount(c.FCM_SERVICE_ACCOUNT), origin: trimSlash(c.FCM_ENDPOINT ?? 'https://fcm.googleapis.com') } : undefined,
+      apns:
+        c.APNS_KEY !== undefined && c.APNS_KEY_ID !== undefined && c.APNS_TEAM_ID !== undefined && c.APNS_TOPIC !== undefined
+          ? {
+              key: parseApnsKey(c.APNS_KEY),
+              keyId: c.APNS_KEY_ID,
+              teamId: c.APNS_TEAM_ID,
+              topic: c.APNS_TOPIC,
+              origin: trimSlash(c.APNS_ENDPOINT ?? (c.APNS_SANDBOX ? 'https://api.sandbox.push.apple.com' : 'https://api.push.apple.com')),
+            }
+          : undefined,
     },
     previews: {
       timeoutMs: c.PREVIEW_TIMEOUT_MS,

@@ -51,6 +51,7 @@ export type ErrorBody =
   | { type: 'InternalError' }
   | { type: 'InvalidOperation' }
   | { type: 'InvalidCredentials' }
+  | { type: 'CaptchaFailed' }
   | { type: 'InvalidProperty' }
   | { type: 'InvalidSession' }
   | { type: 'NotAuthenticated' }
@@ -141,6 +142,7 @@ export const ERROR_STATUS = {
   InternalError: 500,
   InvalidOperation: 400,
   InvalidCredentials: 401,
+  CaptchaFailed: 400,
   InvalidProperty: 400,
   InvalidSession: 401,
   NotAuthenticated: 401,

@@ -345,6 +345,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       partitions: config.projectorPartitions,
       log,
       now,
+      policyChangesFile: config.policyChangesFile,
       ...config.gateway,
       trustProxy: config.trustProxy,
     });

@@ -91,6 +91,7 @@ t.test('EditServer', async (t) => {
   ]);
   g.as(OWNER).when((v, c) => decideEditServer({ flags: 1, remove: [] }, v, { caller: c })).thenThrows(t, { type: 'NotPrivileged' });
   g.as(OWNER).when((v, c) => decideEditServer({ discoverable: true, remove: [] }, v, { caller: c })).thenThrows(t, { type: 'NotPrivileged' });
+  g.as(OWNER).when((v, c) => decideEditServer({ flags: 2, discoverable: true, remove: [] }, v, { caller: c, privileged: true })).then(t, [{ type: 'ServerEdited', data: { data: { flags: 2, discoverable: true }, remove: [] } }]);
   // Categories need ManageChannel, not ManageServer.
   g.as(ALICE).when((v, c) => decideEditServer({ categories: [], remove: [] }, v, { caller: c })).thenThrows(t, { permission: 'ManageChannel' });
   g.as(BOB).when((v, c) => decideEditServer({ categories: [{ id: 'a', title: 'A', channels: ['general', 'unknown'] }], remove: [] }, v, { caller: c })).then(

@@ -4,6 +4,7 @@
  *   invite create        prints a new single-use account invite code (for INVITE_ONLY=true)
  *   invite list          lists created invites: code, created at, used by (codes of ACCOUNT_INVITES are not listed)
  *   admin grant|revoke|list …   instance moderators and admins (src/cli/accountsAdmin.ts)
+ *   policy add|list …    the policy changes of POLICY_CHANGES (src/cli/accountsPolicy.ts)
  */
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../config.ts';
@@ -16,8 +17,9 @@ import type { EventStore } from '../eventstore/port.ts';
 import type { ServiceSecrets } from '../domain/account/secrets.ts';
 
 import { ADMIN_USAGE, runAdmin } from './accountsAdmin.ts';
+import { POLICY_USAGE, runPolicy } from './accountsPolicy.ts';
 
-const USAGE = `usage: npm run accounts -- invite create | invite list\n${ADMIN_USAGE}`;
+const USAGE = `usage: npm run accounts -- invite create | invite list\n${ADMIN_USAGE}\n${POLICY_USAGE}`;
 
 /** Creates an invite and returns its code. */
 export async function createAccountInvite(store: EventStore, secrets: ServiceSecrets): Promise<string> {
@@ -50,6 +52,7 @@ export async function listAccountInvites(store: EventStore, secrets: ServiceSecr
 export async function runAccounts(args: string[], out: (line: string) => void = (l) => console.log(l)): Promise<number> {
   const [group, command] = args;
   if (group === 'admin') return runAdmin(args.slice(1));
+  if (group === 'policy') return runPolicy(args.slice(1), loadConfig().policyChangesFile, { print: out });
   if (group !== 'invite' || (command !== 'create' && command !== 'list')) {
     console.error(USAGE);
     return 2;

@@ -12,6 +12,7 @@
  * go through Redis pub/sub (they are not history), to the sockets that can see the channel on every
  * API process.
  */
+import { policySource } from '../users/policy.ts';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -48,6 +49,8 @@ export interface GatewayOptions {
   partitions: number;
   log: Logger;
   now: () => number;
+  /** POLICY_CHANGES: the file of policy changes Ready shows (undefined: none). */
+  policyChangesFile?: string | undefined;
   /** Interval of server pings (ms); a socket that has not answered the previous ping by the next is cut. */
   heartbeatMs: number;
   /** Unsent bytes a socket may have before it is cut as too slow. */
@@ -203,7 +206,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       s.sessionId = session.sessionId;
       // Bonfire follows Ready with the user's active slowmodes, when there are any (read beside Ready, not before it).
       const slowmodes = activeSlowmodes(o.readModels.redis, o.prefix, session.userId, o.now()).catch(() => []);
-      const ready = await buildReady({ readModels: o.readModels, now: o.now }, session.userId, fields, s.settingsKeys);
+      const ready = await buildReady({ readModels: o.readModels, now: o.now, policyChanges: () => policySource(o.policyChangesFile, (m) => o.log.warn(m)).list() }, session.userId, fields, s.settingsKeys);
       if (s.isClosed()) return;
       if (!ready) return fail(s, { type: 'OnboardingNotFinished' });
       s.send({ type: 'Authenticated' });

@@ -30,6 +30,7 @@ import { rm } from '../readmodel/keys.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
 import { FactsCache } from './facts.ts';
 import type { RelationsState } from '../domain/relationship/state.ts';
+import { recipientsOf, type PrivateChannelState } from '../domain/private/state.ts';
 import { CLIENT_EVENT_TYPES, INTERNAL_EVENT_TYPES } from './protocol.ts';
 import type { GatewaySocket, QueuedEvent } from './socket.ts';
 import { profileForOthers } from '../http/routes/users/present.ts';
@@ -225,6 +226,12 @@ export class Hub {
       // Friends and pending requests hear of the user too (bonfire subscribes them to the user).
       const relations = hidden ? null : await this.o.readModels.direct.getJson<RelationsState>(rm.relations(userId));
       ev.related = new Set(Object.keys(relations?.relations ?? {}).filter((u) => ['Friend', 'Incoming', 'Outgoing'].includes(relations!.relations[u]!)));
+      if (ev.payload.type === 'UserPlatformWipe') {
+        // A platform wipe also reaches whoever shares a DM or a group with the user, related or not (and
+        // blocked users: they still hold the user's messages).
+        for (const u of Object.keys(relations?.relations ?? {})) ev.related.add(u);
+        for (const u of await this.privatePeers(userId)) ev.related.add(u);
+      }
       if (ev.payload.type === 'UserUpdate' && data && !('online' in data)) {
         // A profile change (the whole profile): the others also learn whether the user is online as they may
         // see it, so turning Invisible on or off shows at once.
@@ -241,6 +248,15 @@ export class Hub {
     for (const s of this.candidates(ev)) {
       if (s.state === 'ready') await this.deliver(s, ev);
     }
+  }
+
+  /** Every other recipient of the DMs and groups the user is in. */
+  private async privatePeers(userId: string): Promise<Set<string>> {
+    const ids = await this.o.readModels.smembers(rm.userPrivateChannels(userId));
+    const channels = ids.length ? await this.o.readModels.direct.mgetJson<PrivateChannelState>(ids.map((id) => rm.privateChannel(id))) : [];
+    const out = new Set<string>();
+    for (const c of channels) if (c) for (const u of recipientsOf(c)) if (u !== userId) out.add(u);
+    return out;
   }
 
   /** The sockets an event may concern (each is then judged by `deliver`). */

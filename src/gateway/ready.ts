@@ -4,6 +4,8 @@
  * objects, the emoji of those servers, voice states and policy changes; on request the read state
  * (`channel_unreads`) and synced settings (`user_settings`). Read fresh from the read models.
  */
+import { ulidTime } from '../ids.ts';
+import { pendingPolicyChanges, type PolicyChange } from '../users/policy.ts';
 import { loadRelations, visibleChannels, type AccessDeps } from '../access.ts';
 import { presentPrivateChannel, recipientsOf, type PrivateChannelState } from '../domain/private/state.ts';
 import { userObject, type UserProfile } from '../domain/account/state.ts';
@@ -64,7 +66,7 @@ async function voiceStates(deps: AccessDeps, serverIds: string[], visible: Map<s
 
 /** Builds Ready for `userId` with the selected fields; null when the user does not exist (not onboarded). */
 export async function buildReady(
-  deps: AccessDeps,
+  deps: AccessDeps & { policyChanges?: () => PolicyChange[] },
   userId: string,
   fields: ReadonlySet<ReadyField>,
   settingsKeys: readonly string[] = [],
@@ -130,7 +132,16 @@ export async function buildReady(
     const seen = new Map([...visible, ...calls.map((id) => [id, new Set([id])] as const)]);
     frame.voice_states = await voiceStates(deps, [...servers.map((s) => s._id), ...calls], seen);
   }
-  if (fields.has('policy_changes')) frame.policy_changes = [];
+  if (fields.has('policy_changes')) {
+    // As Stoat: none for bots; for a user, those created after their last acknowledgement (at first: their account's creation).
+    const list = profile.bot ? [] : (deps.policyChanges?.() ?? []);
+    let pending: PolicyChange[] = [];
+    if (list.length > 0) {
+      const mark = (await deps.readModels.getJson<{ policyAckedUpTo?: string }>(rm.account(userId)))?.policyAckedUpTo;
+      pending = pendingPolicyChanges(list, mark !== undefined ? Date.parse(mark) : ulidTime(userId));
+    }
+    frame.policy_changes = pending;
+  }
   if (settingsKeys.length > 0) frame.user_settings = Object.fromEntries(await fetchSettings(deps.readModels, userId, settingsKeys));
   if (fields.has('channel_unreads')) frame.channel_unreads = await fetchUnreads(deps.readModels, userId);
   return { frame, visible, privateChannels: new Set(privates.map((c) => c._id)), relations: relationMap };

@@ -249,10 +249,14 @@ export async function connectAgain(
   apiUrl: string,
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   first: any,
+  /** Called with the new client before it connects (to listen to what Ready triggers). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  before?: (client: any) => void,
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
 ): Promise<any> {
   const client = await newClient(t, Ctor, apiUrl);
   client.useExistingSession(first.testSession);
+  before?.(client);
   await connectReady(client);
   return client;
 }

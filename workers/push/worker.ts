@@ -40,11 +40,14 @@ import type { Logger } from '../../src/log.ts';
 import { timedJob, trackQueue } from '../../src/metrics/registry.ts';
 import { checkUrl, guardedAgents, OutboundRefused } from '../../src/outbound/policy.ts';
 import { own } from '../../src/own.ts';
+import type { ChannelState } from '../../src/domain/channel/state.ts';
+import { apnsPayload, APN_ENDPOINT, fcmMessage, FCM_ENDPOINT, mobileMessageNotification, type MessagePlace, type MobileNotification } from '../../src/push/mobile.ts';
 import { couldPush, parseNotificationSettings, pushCandidates, pushNotificationOf, settingsAllow, type PushAuthor } from '../../src/push/notification.ts';
 import type { VapidDetails } from '../../src/push/vapid.ts';
 import { rm } from '../../src/readmodel/keys.ts';
 import type { ReadModels } from '../../src/readmodel/reader.ts';
 import { bullConnection, bullPrefix } from '../media/jobs.ts';
+import { ApnsClient, CALL_RING_SECONDS, FcmClient, type MobileOutcome } from './mobile.ts';
 
 /** The queue of push work (`message` fan-outs and `send` deliveries). */
 export const PUSH_QUEUE = 'push';
@@ -82,6 +85,8 @@ export interface CallJob {
   /** Who is rung (recorded in the event), or no longer rung. */
   ring: string[];
   stopped?: true;
+  /** When the event was recorded (ISO 8601): the call's start, for phones. */
+  at?: string;
   /** The event's id (the notification's identity), scope and position. */
   eventId: string;
   scope: string;
@@ -95,8 +100,10 @@ export interface SendJob {
   /** The endpoint the fan-out saw; a session that moved to another one since is not sent this. */
   endpoint: string;
   messageId: string;
-  /** The PushNotification JSON. */
+  /** The PushNotification JSON (Web Push). */
   payload: string;
+  /** What a phone is sent (subscriptions with endpoint "fcm" or "apn"). */
+  mobile?: MobileNotification;
 }
 
 /** What a send ended as. */
@@ -110,8 +117,10 @@ export interface PushWorkerDeps {
   readModels: ReadModels;
   executor: CommandExecutor;
   vapid: VapidDetails;
-  /** Extra options of the outbound agents (tests: a CA for an HTTPS endpoint). */
+  /** Extra options of the outbound agents (tests: a CA for an HTTPS endpoint; also trusted for APNs). */
   agentOptions?: https.AgentOptions;
+  /** The clock the FCM and APNs tokens are timed by (tests). */
+  now?: () => number;
 }
 
 /** A running push worker. */
@@ -181,6 +190,9 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
   // The longest a send can live: every attempt timing out plus every backoff, with a margin.
   const budgetWindowMs = push.attempts * push.timeoutMs + push.retryDelayMs * 2 ** push.attempts + 60_000;
   const lockMs = push.timeoutMs + 5000;
+  const fcm = push.fcm ? new FcmClient(push.fcm, push.timeoutMs, deps.now) : undefined;
+  const ca = deps.agentOptions?.ca;
+  const apns = push.apns ? new ApnsClient(push.apns, push.timeoutMs, ca ? { ca: ca as string | Buffer | Array<string | Buffer> } : {}, deps.now) : undefined;
 
   const queue = new Queue<MessageJob | SendJob | FriendJob | CallJob>(PUSH_QUEUE, { connection, prefix });
   queue.on('error', (err) => log.warn({ err: err.message }, 'push queue error'));
@@ -194,11 +206,13 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
   };
 
   /** Queues a payload to every subscribed session of the user (within the user's budget); returns how many. */
-  const toSessions = async (userId: string, notificationId: string, payload: string): Promise<number> => {
+  const toSessions = async (userId: string, notificationId: string, payload: string, mobile: MobileNotification): Promise<number> => {
     let queued = 0;
     const account = await readModels.getJson<AccountState>(rm.account(userId));
     for (const [sessionId, session] of Object.entries(account?.sessions ?? {})) {
       if (!session.subscription) continue;
+      // A phone's subscription is served only where its platform is configured (Stoat's pushd likewise).
+      if ((session.subscription.endpoint === FCM_ENDPOINT && !fcm) || (session.subscription.endpoint === APN_ENDPOINT && !apns)) continue;
       // A session whose record is gone no longer authenticates (a suspension or ban ends sessions that way).
       if ((await readModels.getJson(rm.session(session.tokenHash))) === null) continue;
       const jobId = `s-${notificationId}-${sessionId}`;
@@ -207,7 +221,8 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
         log.warn({ user: userId, notification: notificationId }, 'push dropped: the user has PUSH_USER_LIMIT pushes pending');
         continue;
       }
-      const data: SendJob = { userId, sessionId, endpoint: session.subscription.endpoint, messageId: notificationId, payload };
+      const phone = session.subscription.endpoint === FCM_ENDPOINT || session.subscription.endpoint === APN_ENDPOINT;
+      const data: SendJob = { userId, sessionId, endpoint: session.subscription.endpoint, messageId: notificationId, payload, ...(phone ? { mobile } : {}) };
       await queue.add('send', data, { ...retry, jobId });
       queued++;
     }
@@ -231,9 +246,14 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     }
     if (allowed.length === 0) return 0;
     const author = await readModels.getJson<PushAuthor>(rm.user(message.author));
-    const payload = JSON.stringify(pushNotificationOf(message, author, { app: config.appUrl, api: config.publicUrl, media: config.mediaPublicUrl }));
+    const web = pushNotificationOf(message, author, { app: config.appUrl, api: config.publicUrl, media: config.mediaPublicUrl });
+    let place: MessagePlace;
+    if (pch) place = pch.channel_type === 'Group' ? { type: 'Group', name: pch.name ?? '' } : { type: 'DirectMessage' };
+    else place = { type: 'TextChannel', name: (await readModels.getJson<ChannelState>(rm.channel(message.channel)))?.name ?? '' };
+    const mobile = mobileMessageNotification(web, message, place);
+    const payload = JSON.stringify(web);
     let queued = 0;
-    for (const userId of allowed) queued += await toSessions(userId, message._id, payload);
+    for (const userId of allowed) queued += await toSessions(userId, message._id, payload, mobile);
     return queued;
   };
 
@@ -246,7 +266,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     if (!profile) return 0;
     const name = profile.display_name ?? `${profile.username ?? 'Someone'}#${profile.discriminator ?? '0000'}`;
     const body = kind === 'received' ? `${name} sent you a friend request` : `${name} accepted your friend request`;
-    return toSessions(userId, `fr-${eventId}`, JSON.stringify({ body }));
+    return toSessions(userId, `fr-${eventId}`, JSON.stringify({ body }), { kind: 'friend', accepted: kind === 'accepted', userId: other, name });
   };
 
   // Stoat's pushd rings a DM's or group's recipients when a call starts, as `{"body": "<name> is calling you"}`
@@ -255,7 +275,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
   // `tag` is the channel, so that the push of a stopped ring ("<name> stopped calling you") replaces the
   // ringing notification (Stoat's web push repeats the ring text there; its mobile pushes say `ended`).
   const callFanOut = async (job: Job<CallJob>): Promise<number> => {
-    const { caller, channelId, ring, eventId, scope, position, stopped } = job.data;
+    const { caller, channelId, ring, eventId, scope, position, stopped, at } = job.data;
     await readModels.waitFor(scope, BigInt(position));
     const [pch, profile] = await Promise.all([
       readModels.getJson<PrivateChannelState>(rm.privateChannel(channelId)),
@@ -272,9 +292,20 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
       if (userId === caller || !members.has(userId)) continue;
       const stored = await readModels.hgetJson<[number, unknown]>(rm.userSettings(userId), 'notifications');
       if (!settingsAllow(parseNotificationSettings(stored?.[1]), { channelId, serverId: null }, true)) continue;
-      queued += await toSessions(userId, `call-${eventId}`, JSON.stringify({ body, tag: channelId }));
+      const mobile: MobileNotification = { kind: 'call', initiatorId: caller, channelId, startedAt: stopped ? '' : (at ?? new Date(job.timestamp).toISOString()), ended: stopped === true };
+      queued += await toSessions(userId, `call-${eventId}`, JSON.stringify({ body, tag: channelId }), mobile);
     }
     return queued;
+  };
+
+  // The push service says the subscription (a browser's, or a phone's token) is no more: the session loses it.
+  const removeGone = async (job: Job<SendJob>, userId: string, sessionId: string, endpoint: string): Promise<void> => {
+    const stream = `account-${userId}`;
+    await executor.execute({ actor: null, requestId: `push-${job.id ?? 'send'}`.slice(0, 64) }, [stream], async () => {
+      const state = await readModels.getJson<AccountState>(rm.account(userId));
+      return { writes: [{ stream, scope: userId, expected: state?.revision ?? -1, events: decidePushGone(state, sessionId, endpoint) }], result: undefined };
+    });
+    log.info({ user: userId, session: sessionId }, 'push subscription gone: removed');
   };
 
   const send = async (job: Job<SendJob>): Promise<SendOutcome> => {
@@ -283,6 +314,26 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     const sub = own(account?.sessions, sessionId)?.subscription;
     // Unsubscribed, logged out or moved to another endpoint since the fan-out: nothing to deliver.
     if (!sub || sub.endpoint !== endpoint) return 'unsubscribed';
+    if (sub.endpoint === FCM_ENDPOINT || sub.endpoint === APN_ENDPOINT) {
+      const n = job.data.mobile;
+      if (!n) throw new UnrecoverableError('a phone subscription without a mobile notification');
+      let outcome: MobileOutcome;
+      if (sub.endpoint === FCM_ENDPOINT) {
+        if (!fcm) throw new UnrecoverableError('FCM is not configured');
+        outcome = await fcm.send(sub.auth, fcmMessage(n, CALL_RING_SECONDS));
+      } else {
+        if (!apns) throw new UnrecoverableError('APNs is not configured');
+        outcome = await apns.send(sub.auth, apnsPayload(n));
+      }
+      if (outcome.result === 'sent') return 'sent';
+      if (outcome.result === 'gone') {
+        await removeGone(job, userId, sessionId, endpoint);
+        return 'gone';
+      }
+      const what = `${sub.endpoint === FCM_ENDPOINT ? 'FCM' : 'APNs'} answered ${outcome.status}${outcome.reason ? ` ${outcome.reason}` : ''}`;
+      if (outcome.result === 'retry') throw new Error(what);
+      throw new UnrecoverableError(what);
+    }
     let status: number;
     try {
       const details = webpush.generateRequestDetails({ endpoint: sub.endpoint, keys: { p256dh: sub.p256dh, auth: sub.auth } }, payload, {
@@ -298,12 +349,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     }
     if (status >= 200 && status < 300) return 'sent';
     if (status === 404 || status === 410) {
-      const stream = `account-${userId}`;
-      await executor.execute({ actor: null, requestId: `push-${job.id ?? 'send'}`.slice(0, 64) }, [stream], async () => {
-        const state = await readModels.getJson<AccountState>(rm.account(userId));
-        return { writes: [{ stream, scope: userId, expected: state?.revision ?? -1, events: decidePushGone(state, sessionId, endpoint) }], result: undefined };
-      });
-      log.info({ user: userId, session: sessionId }, 'push subscription gone: removed');
+      await removeGone(job, userId, sessionId, endpoint);
       return 'gone';
     }
     if (status === 408 || status === 429 || status >= 500) throw new Error(`push service answered ${status}`);
@@ -353,7 +399,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
         if (e.type === 'VoiceParticipantJoined') {
           const d = e.data as { channel: string; user: string; ring?: string[] };
           if (d.ring && d.ring.length > 0) {
-            const data: CallJob = { caller: d.user, channelId: d.channel, ring: d.ring, eventId: e.id, scope: e.metadata.scope, position: e.position.toString() };
+            const data: CallJob = { caller: d.user, channelId: d.channel, ring: d.ring, at: e.metadata.at, eventId: e.id, scope: e.metadata.scope, position: e.position.toString() };
             jobs.push({ name: 'call', data, opts: { ...retry, jobId: `c-${e.id}` } });
           }
           continue;
@@ -399,6 +445,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
       closeBullConnection(connection);
       agents.http.destroy();
       agents.https.destroy();
+      apns?.close();
       redis.disconnect();
     },
   };

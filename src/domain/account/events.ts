@@ -75,6 +75,8 @@ export const accountEvents = {
   }),
   /** A session's Web Push subscription ended: `user` (unsubscribed) or `gone` (the push service answered 404 or 410 for `endpoint`). */
   PushUnsubscribed: z.object({ sessionId: z.string(), reason: z.enum(['user', 'gone']), endpoint: z.string().optional() }),
+  /** The user acknowledged the policy changes created up to `upTo` (ISO 8601; the epoch when there were none). */
+  PolicyChangesAcknowledged: z.object({ upTo: z.string() }),
   /** The password was changed. */
   PasswordChanged: z.object({
     passwordHash: z.string(),
@@ -96,5 +98,9 @@ export const accountEvents = {
     status: z.object({ text: z.string().optional(), presence: Presence.optional() }).optional(),
     profile: z.object({ content: z.string().optional(), background: FileObject.optional() }).optional(),
     remove: z.array(z.enum(['Avatar', 'StatusText', 'StatusPresence', 'ProfileContent', 'ProfileBackground', 'DisplayName'])).default([]),
+    /** Set by an instance admin (the event's actor): the user's badges. */
+    badges: z.number().int().nonnegative().optional(),
+    /** Set by an instance admin: the user's flags. */
+    flags: z.number().int().nonnegative().optional(),
   }),
 };

@@ -9,8 +9,13 @@ import { AppError } from '../../errors.ts';
 import { own } from '../../own.ts';
 import type { AccountState, PushSubscription } from './state.ts';
 
-/** Bounds of a subscription's fields (characters). */
-export const PUSH_LIMITS = { endpoint: 2048, p256dh: 128, auth: 64 } as const;
+/** Bounds of a subscription's fields (characters); `auth` is a phone's device token for "fcm" and "apn". */
+export const PUSH_LIMITS = { endpoint: 2048, p256dh: 128, auth: 4096 } as const;
+
+/** A phone's device token (FCM registration token or APNs device token): printable token characters only. */
+export function checkDeviceToken(token: string): void {
+  if (!/^[A-Za-z0-9_:.-]{1,4096}$/.test(token)) throw new AppError({ type: 'FailedValidation', error: 'auth: must be the device token (FCM registration token or APNs device token)' });
+}
 
 /** Decodes base64url (padding allowed); null when it is not base64url. */
 export function base64url(value: string): Buffer | null {

@@ -28,6 +28,8 @@ export interface AccountState {
   deletion?: PendingToken | null;
   /** The account was deleted (its personal data erased). */
   deleted?: boolean;
+  /** Policy changes created up to this time (ISO 8601) were acknowledged; unset = none since the account's creation. */
+  policyAckedUpTo?: string;
   /** Open MFA tickets by id (at most `MAX_TICKETS`, oldest dropped). */
   tickets?: Record<string, MfaTicketState>;
   /** TOTP: a generated secret (encrypted under the configured key), pending until confirmed, then enabled. */
@@ -153,6 +155,9 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
       if (cur) s.sessions = { ...s.sessions, [e.data.sessionId]: { ...cur, name: e.data.name } };
       return s;
     }
+    case 'PolicyChangesAcknowledged':
+      s.policyAckedUpTo = e.data.upTo;
+      return s;
     case 'PushSubscribed': {
       const cur = own(s.sessions, e.data.sessionId);
       // Absent fields: the account's key was destroyed (a rebuild after deletion); nothing to keep.
@@ -289,6 +294,8 @@ export function evolveAccount(state: AccountState | null, e: DomainEvent, revisi
       if (e.data.avatar !== undefined) u.avatar = e.data.avatar;
       if (e.data.status !== undefined) u.status = { ...u.status, ...e.data.status };
       if (e.data.profile !== undefined) u.profile = { ...u.profile, ...e.data.profile };
+      if (e.data.badges !== undefined) u.badges = e.data.badges;
+      if (e.data.flags !== undefined) u.flags = e.data.flags;
       if (u.status && Object.keys(u.status).length === 0) delete u.status;
       if (u.profile && Object.keys(u.profile).length === 0) delete u.profile;
       s.user = u;

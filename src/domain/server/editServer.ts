@@ -15,7 +15,12 @@ export const DEFAULT_CATEGORY_LIMIT = 200;
 export interface EditServerContext extends CallerContext {
   /** SERVER_CHANNEL_LIMIT: at most this many categories, and this many channel ids across them. */
   channelLimit?: number;
+  /** The caller is an instance admin (Stoat's privileged user): may set `flags` and `discoverable`. */
+  privileged?: boolean;
 }
+
+/** Server flags an admin may set: Verified (1) and Official (2). */
+const SERVER_FLAGS = 3;
 
 /** Input of EditServer; absent fields are unchanged. */
 export interface EditServer {
@@ -29,7 +34,7 @@ export interface EditServer {
   icon?: FileObject | undefined;
   /** The new banner: a claimed `banners` upload. */
   banner?: FileObject | undefined;
-  /** Privileged only (403 NotPrivileged here: there are no privileged users). */
+  /** Privileged only (an instance admin; 403 NotPrivileged for anyone else): Stoat's server flags. */
   flags?: number | undefined;
   /** Privileged only. */
   discoverable?: boolean | undefined;
@@ -56,7 +61,8 @@ export function decideEditServer(cmd: EditServer, view: ServerView, ctx: EditSer
     cmd.remove.length > 0;
   if (!touchesServer && cmd.categories === undefined && cmd.flags === undefined && cmd.discoverable === undefined) return [];
   if (touchesServer) requirePermission(p, Permission.ManageServer);
-  if (cmd.flags !== undefined || cmd.discoverable !== undefined) throw new AppError({ type: 'NotPrivileged' });
+  if ((cmd.flags !== undefined || cmd.discoverable !== undefined) && !ctx.privileged) throw new AppError({ type: 'NotPrivileged' });
+  if (cmd.flags !== undefined && (cmd.flags < 0 || cmd.flags > SERVER_FLAGS)) throw new AppError({ type: 'FailedValidation', error: 'flags: only 1 (Verified) and 2 (Official)' });
   if (cmd.categories !== undefined) requirePermission(p, Permission.ManageChannel);
 
   const channels = new Set(server.channels);
@@ -87,5 +93,7 @@ export function decideEditServer(cmd: EditServer, view: ServerView, ctx: EditSer
   if (cmd.analytics !== undefined) data.analytics = cmd.analytics;
   if (cmd.icon !== undefined) data.icon = cmd.icon;
   if (cmd.banner !== undefined) data.banner = cmd.banner;
+  if (cmd.flags !== undefined) data.flags = cmd.flags;
+  if (cmd.discoverable !== undefined) data.discoverable = cmd.discoverable;
   return [{ type: 'ServerEdited', data: { data, remove: [...new Set(cmd.remove)] } }];
 }

@@ -50,6 +50,10 @@ export const serverEvents = {
       icon: FileObject.optional(),
       /** The new banner (a `banners` upload, consumed by this edit). */
       banner: FileObject.optional(),
+      /** Staff only (an instance admin): Stoat's server flags (1 Verified, 2 Official). */
+      flags: z.number().int().nonnegative().optional(),
+      /** Staff only: listed in discovery. */
+      discoverable: z.boolean().optional(),
     }),
     /** Fields cleared (applied before `data`, as in Revolt). */
     remove: z.array(FieldsServer),

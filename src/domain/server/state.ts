@@ -28,6 +28,10 @@ export interface ServerState {
   banner?: FileObject;
   nsfw?: true;
   analytics?: boolean;
+  /** Stoat's server flags (1 Verified, 2 Official), set by instance admins. */
+  flags?: number;
+  /** Listed in discovery (set by instance admins). */
+  discoverable?: boolean;
   /** Ids of the server's custom emoji, oldest first; omitted when none (not part of Revolt's Server). */
   emojis?: string[];
   /** Revision of the `server-<id>` stream this state reflects (the expected revision of the next write). */
@@ -78,6 +82,8 @@ export function evolveServer(state: ServerState | null, e: DomainEvent, revision
       if (d.analytics !== undefined) s.analytics = d.analytics;
       if (d.icon !== undefined) s.icon = d.icon;
       if (d.banner !== undefined) s.banner = d.banner;
+      if (d.flags !== undefined) s.flags = d.flags;
+      if (d.discoverable !== undefined) s.discoverable = d.discoverable;
       return s;
     }
     case 'ServerDefaultPermissionsSet':

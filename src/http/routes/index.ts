@@ -17,9 +17,10 @@ import relationships from './relationships/index.ts';
 import dms from './dms/index.ts';
 import groups from './groups/index.ts';
 import safety from './safety/index.ts';
+import policy from './policy/index.ts';
 import admin from './admin/index.ts';
 import livekit from './livekit/index.ts';
 import bots from './bots/index.ts';
 import webhooks from './webhooks/index.ts';
 
-export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa, ...relationships, ...dms, ...groups, ...search, ...safety, ...admin, ...livekit, ...push, ...bots, ...webhooks];
+export const API_ROUTES: readonly AnyRoute[] = [...root, ...auth, ...onboard, ...users, ...servers, ...channels, ...invites, ...messages, ...emojis, ...sync, ...mfa, ...relationships, ...dms, ...groups, ...search, ...safety, ...policy, ...admin, ...livekit, ...push, ...bots, ...webhooks];

@@ -8,6 +8,7 @@ import { decryptSecret } from '../../../personal/cipher.ts';
 import type { Write } from '../../../commands.ts';
 import type { AppDeps } from '../../deps.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
+import { checkCaptcha } from './captcha.ts';
 import { emailKey, findAccountByEmail, newMailToken, sendLinkMail } from './accountTools.ts';
 
 const Body = z.strictObject({
@@ -51,6 +52,7 @@ export default defineRoute({
   auth: 'none',
   body: Body,
   async handler({ body, deps, meta }) {
+    await checkCaptcha(deps, body.captcha);
     const email = normaliseEmail(body.email);
     if (new TextEncoder().encode(body.password).length < 8) throw new AppError({ type: 'ShortPassword' });
     const passwordHash = await hashPassword(body.password);

@@ -7,6 +7,7 @@ import { AppError } from '../../../errors.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
 import type { AppDeps } from '../../deps.ts';
 import type { CommandMeta } from '../../../commands.ts';
+import { checkCaptcha } from './captcha.ts';
 import { normaliseEmail } from './accountCreate.ts';
 import { findAccountByEmail, newMailToken, queueLinkMail, runAfterAnswer, takeMailBudget } from './accountTools.ts';
 
@@ -16,6 +17,7 @@ export default defineRoute({
   auth: 'none',
   body: z.strictObject({ email: z.string().max(320), captcha: z.string().max(4096).nullish() }),
   async handler({ deps, meta, body }) {
+    await checkCaptcha(deps, body.captcha);
     if (!deps.mail) throw new AppError({ type: 'OperationFailed' });
     const email = normaliseEmail(body.email);
     runAfterAnswer(deps, 'reset_password', () => sendReset(deps, meta, email));

@@ -15,7 +15,7 @@ export default defineRoute({
     return {
       revolt: REVOLT_VERSION,
       features: {
-        captcha: { enabled: false, key: '' },
+        captcha: { enabled: c.captcha !== undefined, key: c.captcha?.siteKey ?? '' },
         email: c.email !== undefined,
         invite_only: c.inviteOnly,
         autumn: { enabled: true, url: c.mediaPublicUrl },

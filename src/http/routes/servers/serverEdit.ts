@@ -1,11 +1,13 @@
-// PATCH /servers/:server_id — name, description, icon, banner, categories, system_messages, analytics, remove → the full Server.
+// PATCH /servers/:server_id — name, description, icon, banner, categories, system_messages, analytics, remove (flags, discoverable: instance admins) → the full Server.
 import { z } from 'zod';
-import { callerFromServer } from '../../../access.ts';
+import { callerFromServer, loadServer } from '../../../access.ts';
+import { AppError } from '../../../errors.ts';
 import { decideEditServer } from '../../../domain/server/editServer.ts';
 import { FileClaims, fileLocks } from '../../../files.ts';
-import { onServer } from '../../command.ts';
+import { onServer, serverStream } from '../../command.ts';
 import { defineRoute } from '../../route.ts';
 import { defined, description1024, idString, name32, removeServer } from '../../schemas.ts';
+import { instanceRole } from '../admin/staff.ts';
 import { currentServer } from './present.ts';
 import { MAX_SERVER_CHANNEL_LIMIT } from '../../../config.ts';
 
@@ -26,9 +28,9 @@ const Body = z.strictObject({
       user_banned: idString.nullish(),
     })
     .nullish(),
-  /** Privileged users only (there are none: 403 NotPrivileged). */
+  /** Instance admins only (403 NotPrivileged): 1 Verified, 2 Official. */
   flags: z.number().int().nullish(),
-  /** Privileged users only (403 NotPrivileged). */
+  /** Instance admins only (403 NotPrivileged). */
   discoverable: z.boolean().nullish(),
   analytics: z.boolean().nullish(),
   remove: removeServer.nullish(),
@@ -43,6 +45,20 @@ export default defineRoute({
   async handler(rc) {
     const { body, params, caller, deps } = rc;
     const serverId = params.server_id!;
+    const privileged = body.flags != null || body.discoverable != null ? (await instanceRole(deps, caller.userId)) === 'admin' : false;
+    const staffOnly = Object.entries(body).every(([k, v]) => v == null || k === 'flags' || k === 'discoverable');
+    if (privileged && staffOnly) {
+      // As Stoat, a privileged user sets these on any server, a member or not: no server permission is involved.
+      const stream = serverStream(serverId);
+      await deps.executor.execute(rc.meta, [stream], async () => {
+        const server = await loadServer(deps, serverId);
+        if (!server) throw new AppError({ type: 'NotFound' });
+        const staff = { userId: caller.userId, permissions: 0n, ranking: Number.MAX_SAFE_INTEGER, isOwner: false };
+        const events = decideEditServer({ flags: body.flags ?? undefined, discoverable: body.discoverable ?? undefined, remove: [] }, { server, members: {}, bans: {} }, { caller: staff, privileged });
+        return { writes: [{ stream, scope: serverId, expected: server.revision, events }], result: undefined };
+      });
+      return currentServer(deps, serverId);
+    }
     // The uploads are claimed inside the decision: appended with the edit, or not at all.
     await onServer(
       rc,
@@ -65,7 +81,7 @@ export default defineRoute({
             remove: body.remove ?? [],
           },
           { server: a.server, members: {}, bans: {} },
-          { caller: callerFromServer(a, caller.userId), channelLimit: deps.config.serverChannelLimit },
+          { caller: callerFromServer(a, caller.userId), channelLimit: deps.config.serverChannelLimit, privileged },
         );
         return { events, also: files.writes };
       },
