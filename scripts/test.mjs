@@ -2,7 +2,7 @@
 // when none answers). The type check (incremental: its state is kept in node_modules/.cache) runs beside
 // the tests; when it fails, the tests are stopped and the run fails. The tests run in two runs:
 //   1. every test/**/*.test.ts except the reliability suite, files in parallel (.taprc);
-//   2. the reliability suite (test/reliability/*.test.ts), two files at a time with 900 s per file —
+//   2. the reliability suite (test/reliability/*.test.ts), two files at a time with 1800 s per file —
 //      skipped when SKIP_RELIABILITY=1.
 // `--reliability` runs only the second; extra arguments go to tap and run only the files named
 // (e.g. `npm test -- test/servers.test.ts`).
@@ -55,7 +55,7 @@ else {
   // The reliability files are excluded from the default run (.taprc) and run with a longer time limit: they
   // kill and restart their own processes, flush a private Redis and time slow clients. Each has its own
   // prefix, data directory, database and ports, so two run at a time (issue 40).
-  if (reliabilityOnly || !skipReliability) runs.push({ label: 'reliability suite', extra: ['--jobs=2', '--timeout=900'], files: reliabilityFiles() });
+  if (reliabilityOnly || !skipReliability) runs.push({ label: 'reliability suite', extra: ['--jobs=2', '--timeout=1800'], files: reliabilityFiles() });
 }
 
 const redis = await ensureRedis(process.env.REDIS_URL || 'redis://127.0.0.1:6379', path.join(os.tmpdir(), `stoat-test-redis-${process.pid}`));

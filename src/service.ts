@@ -119,7 +119,7 @@ function listen(app: Koa, port: number, host: string): Promise<Server> {
   });
 }
 
-function closeServer(server: Server | undefined): Promise<void> {
+function closeServer(server: Server | undefined, drainMs: number): Promise<void> {
   if (!server) return Promise.resolve();
   return new Promise((resolve) => {
     // Stop accepting without http.Server#close's immediate sweep of idle connections: a connection
@@ -139,11 +139,11 @@ function closeServer(server: Server | undefined): Promise<void> {
       sweep.unref();
     }, 2000);
     grace.unref();
-    // In-flight requests get ten seconds, then whatever is left is cut.
+    // In-flight requests get `drainMs` (SHUTDOWN_DRAIN_MS, ten seconds by default), then whatever is left is cut.
     const cut = setTimeout(() => {
       clearTimeout(grace);
       server.closeAllConnections();
-    }, 10_000);
+    }, drainMs);
     cut.unref();
   });
 }
@@ -382,7 +382,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       return (stopping ??= (async () => {
         // The gateway closes its sockets (1001) while the servers stop accepting and drain: an open
         // WebSocket would otherwise keep the API server from closing.
-        await Promise.all([service.gateway?.close(), closeServer(service.apiServer), closeServer(service.mediaServer)]);
+        await Promise.all([service.gateway?.close(), closeServer(service.apiServer, config.shutdownDrainMs), closeServer(service.mediaServer, config.shutdownDrainMs)]);
         for (const u of untrack) u();
         for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
         // Each part gets a bounded time: a queue or worker whose Redis node went away (a cluster master lost)
@@ -409,7 +409,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await bounded('searchIndexer', searchIndexer?.stop());
         deps.search?.close();
         readModels.close();
-        await closeServer(service.metricsServer);
+        await closeServer(service.metricsServer, config.shutdownDrainMs);
         subscriber.disconnect();
         // QUIT lets replies in flight arrive; bounded (a cluster node that went away never answers it).
         await Promise.race([redis.quit().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
