@@ -10,10 +10,12 @@ import { controlKeys } from '../src/readmodel/keys.ts';
 import { signup, type TestUser } from './helpers/http.ts';
 import { createServer, join } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
-import { until } from './helpers/wait.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 import { connectReady, type Frame, type WsClient } from './helpers/ws.ts';
 
-const TTL = '1500';
+// Long enough that a process whose event loop stalls for seconds on a loaded machine is not taken for dead
+// (1.5 s was not: a member went offline and back while connected, issue 40); the kill test waits about this.
+const TTL = '6000';
 
 /** Stops a process (SIGSTOP) and resolves once the kernel reports it stopped. */
 async function pause(child: ChildProcess): Promise<void> {
@@ -61,7 +63,7 @@ t.test('presence', async (t) => {
   };
   const processesHolding = async (user: TestUser) => Number((await redis.hget(keys.presenceUsers, user.userId)) ?? 0);
   const change = (c: WsClient, user: TestUser, isOnline: boolean, from?: number) =>
-    c.waitForPresence((e) => e.id === user.userId && e.data.online === isOnline, 20_000, from);
+    c.waitForPresence((e) => e.id === user.userId && e.data.online === isOnline, WAIT_MS, from);
   /**
    * Everything published before now has reached `c`: the presence stream is one stream, and the change of
    * `via` (who shares a server with `c`'s user) comes after it.
