@@ -114,6 +114,10 @@ export { openEventStore };
 function listen(app: Koa, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = app.listen(port, host);
+    // An idle keep-alive connection stays open a minute, not Node's 5 s: a client that reuses a connection
+    // at the moment the server closes it gets ECONNRESET on a request it cannot tell was never read (seen
+    // with fetch on a loaded machine, where a pause of a few seconds straddles the 5 s; issue 40).
+    server.keepAliveTimeout = 65_000;
     server.once('listening', () => resolve(server));
     server.once('error', reject);
   });
