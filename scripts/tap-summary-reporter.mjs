@@ -1,5 +1,6 @@
 // tap reporter: passes the raw TAP stream through and ends with one plain line
-// `N passed, N failed`, which CI reads (stack-notes §2); skips are counted on the line before it.
+// `N passed, N failed`, which CI reads (stack-notes §2); skips are counted on the line before it, and the
+// ten slowest files (with their wall-clock time) before that, so a slow file shows in every run.
 // Use: `reporter:` in .taprc.
 import { Transform } from 'node:stream';
 
@@ -9,6 +10,7 @@ export default class SummaryReporter extends Transform {
     this.tail = '';
     this.summary = null;
     this.failedFiles = [];
+    this.fileTimes = [];
   }
   _transform(chunk, _enc, cb) {
     const lines = (this.tail + chunk.toString()).split('\n');
@@ -19,6 +21,8 @@ export default class SummaryReporter extends Transform {
   scan(line) {
     const failed = /^not ok \d+ - (\S+\.test\.ts)/.exec(line);
     if (failed) this.failedFiles.push(failed[1]);
+    const timed = /^(?:not )?ok \d+ - (\S+\.test\.ts) # time=([\d.]+)ms/.exec(line);
+    if (timed) this.fileTimes.push({ file: timed[1], ms: Number(timed[2]) });
     if (!/^# \{ total: \d+.*\}$/.test(line)) return; // tap's root summary comment
     const get = (k) => Number((new RegExp(`\\b${k}: (\\d+)`).exec(line) || [0, 0])[1]);
     this.summary = { pass: get('pass'), fail: get('fail'), skip: get('skip') + get('todo') };
@@ -26,7 +30,9 @@ export default class SummaryReporter extends Transform {
   _flush(cb) {
     if (this.tail) this.scan(this.tail);
     const s = this.summary ?? { pass: 0, fail: 1, skip: 0 }; // no summary => report a failure
+    const slowest = [...this.fileTimes].sort((a, b) => b.ms - a.ms).slice(0, 10);
+    const times = slowest.length ? `# slowest files: ${slowest.map((f) => `${f.file} ${(f.ms / 1000).toFixed(1)} s`).join(', ')}\n` : '';
     const files = this.failedFiles.length ? `# failed files: ${this.failedFiles.join(' ')}\n` : '';
-    cb(null, `\n${files}# ${s.skip} skipped\n${s.pass} passed, ${s.fail} failed\n`);
+    cb(null, `\n${times}${files}# ${s.skip} skipped\n${s.pass} passed, ${s.fail} failed\n`);
   }
 }

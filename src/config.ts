@@ -136,6 +136,8 @@ const schema = z
     UPLOAD_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
     /** Milliseconds an upload's whole body may take to arrive before it is answered 408 and dropped. */
     UPLOAD_BODY_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(600_000),
+    /** Milliseconds in-flight HTTP requests get to complete after a stop (SIGTERM) before the rest are cut. */
+    SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
     /** Worker concurrency per upload tag, e.g. `attachments=4,avatars=2`; other tags use the default. */
     MEDIA_CONCURRENCY: z
       .string()
@@ -387,6 +389,8 @@ export interface Config {
   uploadIdleTimeoutMs: number;
   /** An upload body not received within this long (ms) is cut off: 408. */
   uploadBodyTimeoutMs: number;
+  /** SHUTDOWN_DRAIN_MS: how long in-flight HTTP requests get after a stop before the rest are cut. */
+  shutdownDrainMs: number;
   mediaConcurrency: Record<string, number>;
   mediaConcurrencyDefault: number;
   /** Lock duration and stalled-check interval of media jobs (ms). */
@@ -594,6 +598,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     detachedFileRetentionMs: c.DETACHED_FILE_RETENTION_MS,
     uploadIdleTimeoutMs: c.UPLOAD_IDLE_TIMEOUT_MS,
     uploadBodyTimeoutMs: c.UPLOAD_BODY_TIMEOUT_MS,
+    shutdownDrainMs: c.SHUTDOWN_DRAIN_MS,
     mediaConcurrency: c.MEDIA_CONCURRENCY,
     mediaConcurrencyDefault: c.MEDIA_CONCURRENCY_DEFAULT,
     mediaJobLockMs: c.MEDIA_JOB_LOCK_MS,

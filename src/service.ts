@@ -115,12 +115,16 @@ export { openEventStore };
 function listen(app: Koa, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = app.listen(port, host);
+    // An idle keep-alive connection stays open a minute, not Node's 5 s: a client that reuses a connection
+    // at the moment the server closes it gets ECONNRESET on a request it cannot tell was never read (seen
+    // with fetch on a loaded machine, where a pause of a few seconds straddles the 5 s; issue 40).
+    server.keepAliveTimeout = 65_000;
     server.once('listening', () => resolve(server));
     server.once('error', reject);
   });
 }
 
-function closeServer(server: Server | undefined): Promise<void> {
+function closeServer(server: Server | undefined, drainMs: number): Promise<void> {
   if (!server) return Promise.resolve();
   return new Promise((resolve) => {
     // Stop accepting without http.Server#close's immediate sweep of idle connections: a connection
@@ -140,11 +144,11 @@ function closeServer(server: Server | undefined): Promise<void> {
       sweep.unref();
     }, 2000);
     grace.unref();
-    // In-flight requests get ten seconds, then whatever is left is cut.
+    // In-flight requests get `drainMs` (SHUTDOWN_DRAIN_MS, ten seconds by default), then whatever is left is cut.
     const cut = setTimeout(() => {
       clearTimeout(grace);
       server.closeAllConnections();
-    }, 10_000);
+    }, drainMs);
     cut.unref();
   });
 }
@@ -389,7 +393,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       return (stopping ??= (async () => {
         // The gateway closes its sockets (1001) while the servers stop accepting and drain: an open
         // WebSocket would otherwise keep the API server from closing.
-        await Promise.all([service.gateway?.close(), closeServer(service.apiServer), closeServer(service.mediaServer)]);
+        await Promise.all([service.gateway?.close(), closeServer(service.apiServer, config.shutdownDrainMs), closeServer(service.mediaServer, config.shutdownDrainMs)]);
         for (const u of untrack) u();
         for (const hook of service.onStop) await hook().catch((err: unknown) => log.warn({ err }, 'stop hook failed'));
         // Each part gets a bounded time: a queue or worker whose Redis node went away (a cluster master lost)
@@ -416,7 +420,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         await bounded('searchIndexer', searchIndexer?.stop());
         deps.search?.close();
         readModels.close();
-        await closeServer(service.metricsServer);
+        await closeServer(service.metricsServer, config.shutdownDrainMs);
         subscriber.disconnect();
         // QUIT lets replies in flight arrive; bounded (a cluster node that went away never answers it).
         await Promise.race([redis.quit().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);

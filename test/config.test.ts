@@ -16,6 +16,8 @@ t.test('defaults', async (t) => {
   t.equal(c.wsPublicUrl, 'ws://127.0.0.1:14702/ws');
   t.equal(c.uploadIdleTimeoutMs, 30_000, 'an upload body may pause 30 s');
   t.equal(c.uploadBodyTimeoutMs, 600_000, 'and take 10 min in all');
+  t.equal(c.shutdownDrainMs, 10_000, 'requests in flight at a stop get 10 s');
+  t.equal(loadConfig({ SHUTDOWN_DRAIN_MS: '100' }).shutdownDrainMs, 100, 'at least 100 ms (99 is refused below)');
   t.equal(c.detachedFileRetentionMs, 7 * 86_400_000, 'a detached file\'s bytes are kept 7 days');
   t.equal(loadConfig({ DETACHED_FILE_RETENTION_MS: '0' }).detachedFileRetentionMs, 0, '0: purged at the next sweep');
   t.equal(c.sqliteCommitDelayMs, 1, 'a group may wait 1 ms for announced appends');
@@ -54,6 +56,8 @@ t.test('a bad value names the variable in one line', async (t) => {
     [{ UPLOAD_IDLE_TIMEOUT_MS: '99' }, 'UPLOAD_IDLE_TIMEOUT_MS'],
     [{ UPLOAD_IDLE_TIMEOUT_MS: 'soon' }, 'UPLOAD_IDLE_TIMEOUT_MS'],
     [{ UPLOAD_BODY_TIMEOUT_MS: '3600001' }, 'UPLOAD_BODY_TIMEOUT_MS'],
+    [{ SHUTDOWN_DRAIN_MS: '99' }, 'SHUTDOWN_DRAIN_MS'],
+    [{ SHUTDOWN_DRAIN_MS: '600001' }, 'SHUTDOWN_DRAIN_MS'],
     [{ UPLOAD_IDLE_TIMEOUT_MS: '5001', UPLOAD_BODY_TIMEOUT_MS: '5000' }, 'UPLOAD_IDLE_TIMEOUT_MS'],
     [{ DETACHED_FILE_RETENTION_MS: '-1' }, 'DETACHED_FILE_RETENTION_MS'],
     [{ DETACHED_FILE_RETENTION_MS: 'a week' }, 'DETACHED_FILE_RETENTION_MS'],
@@ -111,7 +115,10 @@ t.test('SIGTERM drains in-flight requests, then exits 0', async (t) => {
   const dir = tempDir(t);
   const prefix = uniquePrefix();
   t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
-  const env = { ...process.env, API_PORT: '0', MEDIA_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, LOG_LEVEL: 'info', RATE_LIMITS: 'off' };
+  const env = { ...process.env, API_PORT: '0', MEDIA_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, LOG_LEVEL: 'info', RATE_LIMITS: 'off',
+    // The twenty sign-ups (scrypt each) may take longer than the default ten seconds on a loaded machine;
+    // this test is about draining, not about the cut.
+    SHUTDOWN_DRAIN_MS: '300000' };
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {

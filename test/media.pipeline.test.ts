@@ -475,13 +475,17 @@ t.test('a 2000×1500 photo through processUpload', async (t) => {
     .withExif({ IFD3: { GPSMapDatum: 'BENCHGPS' } })
     .toBuffer();
   await processUpload(input, 'warm.jpg', POLICIES.attachments);
-  const runs: number[] = [];
+  // The bound is on the CPU time this process spent (libvips threads included), not on the wall clock: on a
+  // machine loaded by other work the wall clock measures the others too (7 s under load, issue 40).
+  const runs: Array<{ wall: number; cpu: number }> = [];
   for (let i = 0; i < 3; i++) {
     const started = performance.now();
+    const cpu = process.cpuUsage();
     const out = await processUpload(input, 'photo.jpg', POLICIES.attachments);
-    runs.push(performance.now() - started);
+    const used = process.cpuUsage(cpu);
+    runs.push({ wall: performance.now() - started, cpu: (used.user + used.system) / 1000 });
     t.same(out.metadata, { type: 'Image', width: 2000, height: 1500, animated: false });
   }
-  t.comment(`2000×1500 JPEG (${input.length} bytes): ${runs.map((ms) => ms.toFixed(0)).join(', ')} ms`);
-  t.ok(Math.min(...runs) < 5000);
+  t.comment(`2000×1500 JPEG (${input.length} bytes): ${runs.map((r) => `${r.wall.toFixed(0)} ms (${r.cpu.toFixed(0)} ms CPU)`).join(', ')}`);
+  t.ok(Math.min(...runs.map((r) => r.cpu)) < 5000, 'under 5 s of CPU');
 });

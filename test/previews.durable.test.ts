@@ -105,7 +105,8 @@ t.test('a preview worker killed mid-job loses nothing: another takes the job, th
   // The first worker process takes the job and hangs in the fetch: then it is killed.
   page.hold(true);
   const doomed = await startRoleProcess(t, { ...shared, ROLES: 'worker' });
-  await new Promise((r) => setTimeout(r, 500)); // its producer has read the log's head
+  // Its producer has read the log's head (it keeps it as the checkpoint at once): the message below is new.
+  await until('the worker\'s checkpoint', async () => (await api.redis.exists(`${api.prefix}previews:cp`)) === 1);
   const sent = await owner.api.post(`/channels/${server.general}/messages`, { content: `survive ${page.url}` });
   t.equal(sent.status, 200);
   await until('the first worker is fetching', async () => page.requests > 0, 20_000);

@@ -35,7 +35,7 @@ t.test('two projector processes share the partitions and take over from a dead o
   const p1 = startProjector(env, 1);
   const children = [p0, p1];
   t.teardown(() => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
-  const until = Date.now() + 30_000;
+  const until = Date.now() + 120_000; // two process starts on a possibly loaded machine
   while (!(await api.readModels.serving())) {
     if (Date.now() > until) throw new Error('projector processes did not catch up');
     await new Promise((r) => setTimeout(r, 50));
@@ -46,7 +46,7 @@ t.test('two projector processes share the partitions and take over from a dead o
   // A process that started first may stand in for the other's partition until that one announces itself
   // and gets it back; wait for the steady state rather than asserting the first moment.
   let holders: Array<string | null> = [];
-  for (const end = Date.now() + 30_000; Date.now() < end; ) {
+  for (const end = Date.now() + 120_000; Date.now() < end; ) {
     holders = await Promise.all([0, 1].map((i) => redis.get(ctl.lease(2, i))));
     if (holders[0] && holders[1] && holders[0] !== holders[1]) break;
     await new Promise((r) => setTimeout(r, 100));

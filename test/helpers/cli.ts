@@ -10,8 +10,8 @@ export interface CliRun {
 
 /**
  * Runs `src/cli/events.ts` (or `script`) with `args` and the environment `env` added to this process's.
- * `until` sends SIGINT once stdout satisfies it (for `tail`); a run that never ends is killed after 60 s,
- * failing the test.
+ * `until` sends SIGINT once stdout satisfies it (for `tail`); a run that never ends is killed after 240 s,
+ * failing the test (60 s killed a normal export on a loaded machine: issue 40).
  */
 export function runCli(
   env: Record<string, string>,
@@ -22,7 +22,7 @@ export function runCli(
     const child = spawn(process.execPath, ['--import', 'tsx', opts.script ?? 'src/cli/events.ts', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const guard = setTimeout(() => child.kill('SIGKILL'), 240_000);
     child.stdout.on('data', (d) => {
       out += d;
       if (opts.until?.(out)) child.kill('SIGINT');

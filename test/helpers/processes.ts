@@ -38,9 +38,10 @@ export function exited(child: ChildProcess): Promise<void> {
 
 /**
  * Starts `src/main.ts` with `env` and resolves once it logged `service started` (rejects with the end of its
- * output when it exits first or takes longer than `timeoutMs`). It is SIGKILLed at teardown if still running.
+ * output when it exits first or takes longer than `timeoutMs`: a hang guard, far above the 120 s a start took on
+ * a loaded machine, issue 40). It is SIGKILLed at teardown if still running.
  */
-export function startRoleProcess(t: Teardownable, env: Record<string, string>, timeoutMs = 120_000): Promise<RoleProcess> {
+export function startRoleProcess(t: Teardownable, env: Record<string, string>, timeoutMs = 300_000): Promise<RoleProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, ...env },

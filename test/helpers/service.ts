@@ -11,6 +11,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { deleteKeys } from '../../projections/rebuild.ts';
 import { startService, type Service, type ServiceOptions } from '../../src/service.ts';
+import { WAIT_MS } from './wait.ts';
 
 /** The Redis the tests use (`npm test` sets it; a developer's own Redis otherwise). */
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -68,7 +69,7 @@ export function testConfig(t: Teardownable, env: Record<string, string> = {}): C
 }
 
 /** Waits until the read models serve (the projector caught up once). */
-export async function waitServing(s: Service, timeoutMs = 20_000): Promise<void> {
+export async function waitServing(s: Service, timeoutMs = WAIT_MS): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await s.readModels.serving())) {
     if (Date.now() > until) throw new Error('service did not start serving');

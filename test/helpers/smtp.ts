@@ -1,7 +1,7 @@
 /** A real SMTP server for tests (smtp-server on loopback): it records every mail it accepts. */
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
-import { until } from './wait.ts';
+import { until, WAIT_MS } from './wait.ts';
 
 /** One received mail, decoded enough to read it. */
 export interface ReceivedMail {
@@ -57,7 +57,7 @@ export async function startSmtp(o: { port?: number; user?: string; pass?: string
   return {
     port,
     mails,
-    waitFor: (to, from = 0, timeoutMs = 20_000) => until(`a mail to ${to}`, () => mails.slice(from).find((m) => m.to.includes(to)), timeoutMs),
+    waitFor: (to, from = 0, timeoutMs = WAIT_MS) => until(`a mail to ${to}`, () => mails.slice(from).find((m) => m.to.includes(to)), timeoutMs),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

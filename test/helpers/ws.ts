@@ -5,6 +5,7 @@
  * go with every connection, so they are kept apart in `presence` (tests of presence read them there).
  */
 import { WebSocket } from 'ws';
+import { WAIT_MS } from './wait.ts';
 import type { Service } from '../../src/service.ts';
 
 /** A received frame. */
@@ -45,7 +46,7 @@ export interface WsClient {
   close(): void;
 }
 
-const DEFAULT_TIMEOUT = 20_000;
+const DEFAULT_TIMEOUT = WAIT_MS;
 
 /** Whether a frame is a presence change: `UserUpdate` whose data is only `online`. */
 export function isPresence(f: Frame): boolean {

@@ -193,11 +193,22 @@ t.test(`${engine.name}: two API, one media, two projector and two worker process
   await until('a third of the messages', () => sent.length >= (USERS * PER_USER) / 3 || refused.length > 0, 180_000);
   const inFlight = [uploadOne(owner1), uploadOne(owner1)];
   const names = new Map(workers.map((w) => [w.workerName, w]));
-  const held = await until('a worker process to hold an upload job', async () =>
-    (await attachments.getJobs(['active'])).find((j) => j.processedBy && names.has(j.processedBy)),
-    60_000,
-  );
-  const victim = names.get(held.processedBy!)!;
+  // The worker holding a job is frozen (SIGSTOP) and the job checked to be still active before the kill: on a
+  // loaded machine a worker could finish its job between the test seeing it held and the SIGKILL. A worker that
+  // did is let go, and the next held job is taken.
+  let held: Job | undefined;
+  let victim: (typeof workers)[number] | undefined;
+  while (!held) {
+    const job = await until('a worker process to hold an upload job', async () =>
+      (await attachments.getJobs(['active'])).find((j) => j.processedBy && names.has(j.processedBy)),
+      60_000,
+    );
+    const w = names.get(job.processedBy!)!;
+    process.kill(w.pid, 'SIGSTOP');
+    if ((await job.getState()) === 'active') [held, victim] = [job, w];
+    else process.kill(w.pid, 'SIGCONT');
+  }
+  victim = victim!;
   const survivor = workers.find((w) => w !== victim)!;
   const killedAt = sent.length;
   await Promise.all([victim.stop('SIGKILL'), projectors[1]!.stop('SIGKILL')]);
