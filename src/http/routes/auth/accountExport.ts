@@ -10,7 +10,7 @@ import { privateChannelsOf } from '../../../gateway/ready.ts';
 import { BlobStore } from '../../../media/blobs.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { defineRoute } from '../../route.ts';
-import { presentSelf } from '../users/present.ts';
+import { presentSelf, viewerRelations } from '../users/present.ts';
 import { loadAccount } from './accountLoad.ts';
 import { requireValidatedTicket } from './accountTools.ts';
 
@@ -73,7 +73,7 @@ export default defineRoute({
     };
     const settings = Object.fromEntries(await deps.readModels.hgetallJson<[number, string]>(rm.userSettings(userId)));
     const channels = (await privateChannelsOf(deps, userId)).map(presentPrivateChannel);
-    const relationships = (user as { relations?: unknown } | null)?.relations ?? [];
+    const relationships = [...(await viewerRelations(deps.readModels, userId))].map(([id, status]) => ({ _id: id, status }));
 
     const zip = new yazl.ZipFile();
     zip.addBuffer(json(account), 'account.json');
