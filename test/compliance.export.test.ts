@@ -146,6 +146,8 @@ t.test('GET /admin/export and the CLI over a running service', async (t) => {
   for (const who of [alice, mod]) {
     const r = await request(s.apiUrl, 'GET', `/admin/export?${q}`, { token: who.token, skipOpenApi: true });
     t.same([r.status, r.body?.type], [403, 'NotPrivileged'], 'not an admin (a moderator neither): 403');
+    const invalid = await request(s.apiUrl, 'GET', '/admin/export?from=nope', { token: who.token, skipOpenApi: true });
+    t.same([invalid.status, invalid.body?.type], [403, 'NotPrivileged'], 'authorization before validation');
   }
   const bad = await request(s.apiUrl, 'GET', `/admin/export?from=yesterday&to=${encodeURIComponent(end)}`, { token: admin.token, skipOpenApi: true });
   t.same([bad.status, bad.body?.type], [400, 'FailedValidation'], 'a malformed time: 400');
