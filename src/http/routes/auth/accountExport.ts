@@ -76,6 +76,11 @@ export default defineRoute({
     const relationships = [...(await viewerRelations(deps.readModels, userId))].map(([id, status]) => ({ _id: id, status }));
 
     const zip = new yazl.ZipFile();
+    // A failed read (the log, a blob) ends the response mid-ZIP, never the process: yazl reports it on the ZipFile.
+    zip.on('error', (err: Error) => {
+      deps.log.error({ err: err.message, userId }, 'account export failed mid-stream');
+      (zip.outputStream as Readable).destroy(err);
+    });
     zip.addBuffer(json(account), 'account.json');
     zip.addBuffer(json(user), 'profile.json');
     zip.addBuffer(json(settings), 'settings.json');
@@ -96,10 +101,7 @@ export default defineRoute({
         }
         zip.end();
       },
-      (err: unknown) => {
-        deps.log.error({ err: err instanceof Error ? err.message : String(err), userId }, 'account export failed mid-stream');
-        (zip.outputStream as Readable).destroy(err instanceof Error ? err : new Error(String(err)));
-      },
+      (err: unknown) => zip.emit('error', err instanceof Error ? err : new Error(String(err))),
     );
     ctx.status = 200;
     ctx.type = 'application/zip';
