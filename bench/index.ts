@@ -14,5 +14,6 @@ import push from './push.ts';
 import previews from './previews.ts';
 import fanout from './fanout.ts';
 import ready from './ready.ts';
+import compliance from './compliance.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready, compliance];

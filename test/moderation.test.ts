@@ -264,6 +264,8 @@ t.test('reports, the moderation queue and the audit log', async (t) => {
       ['DELETE', `/admin/messages/${id}`, { reason: 'x' }],
       ['GET', '/admin/audit'],
       ['DELETE', `/admin/servers/${id}`, { reason: 'x' }],
+      ['GET', '/admin/export'],
+      ['GET', '/admin/export?from=nope&format=xml'],
     ];
     for (const [method, path, body] of routes) {
       t.match(await request(s.apiUrl, method, path, body === undefined ? {} : { body }), { status: 401, body: { type: 'NotAuthenticated' } }, `${method} ${path} anonymous`);

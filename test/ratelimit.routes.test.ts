@@ -124,6 +124,8 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['POST', '/admin/users/:user_id/lift', 'catch-all', 'route'],
   ['DELETE', '/admin/messages/:message_id', 'catch-all', 'route'],
   ['GET', '/admin/audit', 'catch-all', 'route'],
+  ['GET', '/admin/export', 'compliance_export', 'caller'],
+  ['GET', '/auth/account/export', 'account_export', 'caller'],
   ['DELETE', '/admin/servers/:server_id', 'catch-all', 'route'],
   ['POST', '/livekit/webhook', 'catch-all', 'route'],
   ['POST', '/push/subscribe', 'catch-all', 'route'],

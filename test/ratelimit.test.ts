@@ -20,7 +20,7 @@ const SMALL_BUCKETS = BUCKETS.filter((b) => BUCKET_LIMITS[b] <= 20);
 const SPEC_BUCKETS: Bucket[] = ['servers', 'channels', 'messaging', 'catch-all'];
 
 t.test('bucket names and limits are the spec table', async (t) => {
-  t.same(BUCKET_LIMITS, { servers: 5, channels: 15, messaging: 10, 'catch-all': 20, default_avatar: 255, proxy: 120, bots: 10, webhooks: 10 });
+  t.same(BUCKET_LIMITS, { servers: 5, channels: 15, messaging: 10, 'catch-all': 20, default_avatar: 255, proxy: 120, bots: 10, webhooks: 10, compliance_export: 3, account_export: 3 });
   t.equal(WINDOW_MS, 10_000);
 });
 
@@ -321,4 +321,16 @@ t.test('channel, role and emoji create share the servers budget of one server', 
   t.same(outcomes, [true, true, true, true, true, false]);
   const other = classify('POST', '/servers/:server_id/channels', { server_id: 'S2' }, {}, 'alice');
   t.equal(rl.hit('alice', other.bucket, other.resource).allowed, true, 'another server is not affected');
+});
+
+t.test('the two exports: own buckets per caller, 3 allowed per window, the 4th refused', async (t) => {
+  const c = clock(0);
+  const rl = new RateLimiter({ now: c.fn });
+  for (const [pattern, bucket] of [['/admin/export', 'compliance_export'], ['/auth/account/export', 'account_export']] as const) {
+    const k = classify('GET', pattern, {}, undefined, 'u:alice');
+    t.same(k, { bucket, resource: 'u:alice' }, `${pattern} → ${bucket}, keyed by the caller`);
+    for (let i = 0; i < 3; i++) t.equal(rl.hit('u:alice', k.bucket, k.resource).allowed, true, `${pattern} request ${i + 1}`);
+    t.equal(rl.hit('u:alice', k.bucket, k.resource).allowed, false, `${pattern} request 4 refused`);
+    t.equal(rl.hit('u:bob', k.bucket, 'u:bob').allowed, true, 'another caller has its own budget');
+  }
 });

@@ -27,6 +27,8 @@
  * | media server uploads (the caller passes the concrete `/attachments`, `/icons`, …) | `catch-all` | 20 | `POST /attachments` … |
  * | `GET /proxy` (media server image proxy)              | `proxy`     | 120          | `GET /proxy` (per caller)   |
  * | `GET /embed` (media server link preview of one URL)  | `proxy`     | 120          | `GET /embed` (per caller)   |
+ * | `GET /admin/export` (compliance export)              | `compliance_export` | 3    | the caller                  |
+ * | `GET /auth/account/export` (a user's own data)       | `account_export` | 3       | the caller                  |
  */
 
 import { createHash } from 'node:crypto';
@@ -48,6 +50,10 @@ export const BUCKET_LIMITS = {
   bots: 10,
   /** Everything under /webhooks/:id (execute included), per webhook: a leaked token cannot flood a channel faster. */
   webhooks: 10,
+  /** The compliance export (`GET /admin/export`), per caller: each request reads the whole log. */
+  compliance_export: 3,
+  /** A user's own data export (`GET /auth/account/export`), per caller: each request builds a ZIP of everything. */
+  account_export: 3,
 } as const;
 
 /** Name of a rate-limit bucket. */
@@ -234,6 +240,10 @@ export function classify(
       const send = m === 'POST' && segments.length === 4 && segments[3] === 'messages';
       return { bucket: send ? 'messaging' : 'channels', resource: id };
     }
+  } else if (m === 'GET' && path === '/admin/export') {
+    return { bucket: 'compliance_export', resource: callerKey };
+  } else if (m === 'GET' && path === '/auth/account/export') {
+    return { bucket: 'account_export', resource: callerKey };
   } else if (m === 'GET' && (path === '/proxy' || path === '/embed')) {
     return { bucket: 'proxy', resource: `${m} ${pattern}` };
   } else if (segments[0] === '' && root === 'bots') {

@@ -1,5 +1,6 @@
-/** Instance moderation routes (/admin/…): the report queue, sanctions, content deletion, the instance audit log. */
+/** Instance moderation routes (/admin/…): the report queue, sanctions, content deletion, the instance audit log, the compliance export. */
 import auditLog from './auditLog.ts';
+import complianceExport from './complianceExport.ts';
 import messageDelete from './messageDelete.ts';
 import reportEdit from './reportEdit.ts';
 import reportFetch from './reportFetch.ts';
@@ -10,4 +11,4 @@ import userFetch from './userFetch.ts';
 import userLift from './userLift.ts';
 import userSuspend from './userSuspend.ts';
 
-export default [reportList, reportFetch, reportEdit, userFetch, userSuspend, userBan, userLift, messageDelete, auditLog, serverDelete];
+export default [reportList, reportFetch, reportEdit, userFetch, userSuspend, userBan, userLift, messageDelete, auditLog, serverDelete, complianceExport];

@@ -3,6 +3,7 @@ import accountCreate from './accountCreate.ts';
 import accountDeleteConfirm from './accountDeleteConfirm.ts';
 import accountDeleteStart from './accountDeleteStart.ts';
 import accountDisable from './accountDisable.ts';
+import accountExport from './accountExport.ts';
 import accountReverify from './accountReverify.ts';
 import accountVerify from './accountVerify.ts';
 import emailChange from './emailChange.ts';
@@ -20,4 +21,5 @@ import sessionRevokeAll from './sessionRevokeAll.ts';
 export default [
   accountCreate, accountFetch, passwordChange, sessionLogin, sessionLogout, sessionList, sessionRevokeAll, sessionRevoke, sessionEdit,
   accountVerify, accountReverify, passwordResetSend, passwordReset, emailChange, accountDisable, accountDeleteStart, accountDeleteConfirm,
+  accountExport,
 ];
