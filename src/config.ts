@@ -175,6 +175,8 @@ const schema = z
     EMAIL_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
     /** Mails one address may be sent per hour (verification, reset, email change, deletion together); more are not sent. */
     MAIL_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(1).max(10_000).default(5),
+    /** Exports of their own data (GET /auth/account/export, a read of the whole log each) one account may take per day. */
+    ACCOUNT_EXPORTS_PER_DAY: z.coerce.number().int().min(1).max(1000).default(3),
     /** Master secret (≥ 32 bytes as 64+ hex characters or base64): TOTP secrets at rest, keyed email lookups. Unset = generated once and kept in the key store (KEYSTORE_URL). */
     SECRETS_KEY: z
       .string()
@@ -408,6 +410,8 @@ export interface Config {
   emailTokenTtlMs: number;
   /** MAIL_PER_ADDRESS_PER_HOUR: mails one address may be sent per hour. */
   mailPerAddressPerHour: number;
+  /** ACCOUNT_EXPORTS_PER_DAY: exports of their own data one account may take per day. */
+  accountExportsPerDay: number;
   /** SECRETS_KEY decoded; undefined = generated and kept in the key store. */
   secretsKey: Buffer | undefined;
   /** ACCOUNT_INVITES: fixed invite codes valid from the start. */
@@ -616,6 +620,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mailRetry: { attempts: c.MAIL_ATTEMPTS, delayMs: c.MAIL_RETRY_DELAY_MS },
     emailTokenTtlMs: c.EMAIL_TOKEN_TTL_SECONDS * 1000,
     mailPerAddressPerHour: c.MAIL_PER_ADDRESS_PER_HOUR,
+    accountExportsPerDay: c.ACCOUNT_EXPORTS_PER_DAY,
     secretsKey: c.SECRETS_KEY ? secretBytes(c.SECRETS_KEY)! : undefined,
     accountInvites: c.ACCOUNT_INVITES,
     userServerLimit: c.USER_SERVER_LIMIT,

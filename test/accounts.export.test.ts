@@ -129,4 +129,13 @@ t.test('GET /auth/account/export', async (t) => {
     const stale = await exportZip(s, alice, { 'X-MFA-Ticket': fresh });
     t.equal(stale.status, 401, 'an old ticket neither');
   });
+
+  t.test('an account takes ACCOUNT_EXPORTS_PER_DAY (3) exports a day; one more is 429, others are unaffected', async (t) => {
+    const [carol, dave] = await Promise.all([signup(s), signup(s)]);
+    for (let i = 1; i <= 3; i++) t.equal((await exportZip(s, carol)).status, 200, `export ${i} of 3`);
+    const fourth = await exportZip(s, carol);
+    t.equal(fourth.status, 429, 'the fourth in a day');
+    t.ok((JSON.parse(fourth.bytes.toString()) as { retry_after: number }).retry_after > 3_600_000, 'retry_after names the rest of the day');
+    t.equal((await exportZip(s, dave)).status, 200, "another account's budget is its own");
+  });
 });

@@ -9,6 +9,8 @@ import type { EventStore } from '../../../eventstore/port.ts';
 import { privateChannelsOf } from '../../../gateway/ready.ts';
 import { BlobStore } from '../../../media/blobs.ts';
 import { rm } from '../../../readmodel/keys.ts';
+import { spendBudget } from '../../../ratelimit/budget.ts';
+import { RateLimited } from '../../middleware/errors.ts';
 import { defineRoute } from '../../route.ts';
 import { presentSelf, viewerRelations } from '../users/present.ts';
 import { loadAccount } from './accountLoad.ts';
@@ -61,6 +63,9 @@ export default defineRoute({
         return { writes: [{ stream, scope: caller.userId, expected: state.revision, events: [consumed] }], result: undefined };
       });
     }
+    // Each export reads the whole log: an account takes a few a day (shared by every process), after its ticket.
+    const budget = await spendBudget(deps.readModels.redis, `${deps.config.redisPrefix}export:account:${caller.userId}`, 1, deps.config.accountExportsPerDay, 86_400_000);
+    if (!budget.allowed) throw new RateLimited(budget.retryAfterMs);
     const userId = caller.userId;
     const user = state.user ? presentSelf(state) : null;
     const account = {
