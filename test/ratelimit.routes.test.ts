@@ -26,6 +26,7 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['PATCH', '/auth/session/:session_id', 'catch-all', 'route'],
   ['GET', '/onboard/hello', 'catch-all', 'route'],
   ['POST', '/onboard/complete', 'catch-all', 'route'],
+  ['POST', '/policy/acknowledge', 'catch-all', 'route'],
   ['GET', '/users/@me', 'catch-all', 'route'],
   ['GET', '/users/:user_id', 'catch-all', 'route'],
   ['PATCH', '/users/:user_id', 'catch-all', 'route'],
@@ -46,6 +47,7 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['DELETE', '/servers/:server_id/roles/:role_id', 'servers', 'server_id'],
   ['PATCH', '/servers/:server_id/roles/ranks', 'servers', 'server_id'],
   ['GET', '/servers/:server_id/members', 'servers', 'server_id'],
+  ['GET', '/servers/:server_id/members_experimental_query', 'servers', 'server_id'],
   ['GET', '/servers/:server_id/members/:user_id', 'servers', 'server_id'],
   ['PATCH', '/servers/:server_id/members/:user_id', 'servers', 'server_id'],
   ['DELETE', '/servers/:server_id/members/:user_id', 'servers', 'server_id'],
@@ -81,6 +83,7 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['PUT', '/custom/emoji/:emoji_id', 'servers', 'parent'],
   ['GET', '/custom/emoji/:emoji_id', 'catch-all', 'route'],
   ['DELETE', '/custom/emoji/:emoji_id', 'catch-all', 'route'],
+  ['PATCH', '/custom/emoji/:emoji_id', 'catch-all', 'route'],
   ['PUT', '/channels/:channel_id/ack/:message_id', 'channels', 'channel_id'],
   ['PUT', '/servers/:server_id/ack', 'servers', 'server_id'],
   ['GET', '/sync/unreads', 'catch-all', 'route'],
@@ -147,6 +150,8 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['DELETE', '/webhooks/:webhook_id/:token', 'webhooks', 'webhook_id'],
   ['POST', '/webhooks/:webhook_id/:token', 'webhooks', 'webhook_id'],
   ['POST', '/webhooks/:webhook_id/:token/github', 'webhooks', 'webhook_id'],
+  ['PATCH', '/webhooks/:webhook_id/:token/:message_id', 'webhooks', 'webhook_id'],
+  ['DELETE', '/webhooks/:webhook_id/:token/:message_id', 'webhooks', 'webhook_id'],
 ];
 
 t.test('every registered route falls in its bucket, keyed as the table says', async (t) => {
