@@ -151,3 +151,18 @@ t.test('with KurrentDB the start refuses a key store only one machine reaches, u
   const a = await signup(s);
   t.ok((await keyRows(keysUrl)).subjects.some((r) => r.subject === a.userId), 'with KEYSTORE_URL it starts and keeps keys there');
 });
+
+t.test('a destruction is written to the erasure record too (a restored dump would bring the key back)', async (t) => {
+  const url = await testDatabase(t, 'keys_erasures');
+  const log = path.join(tempDir(t, 'keys-erasures'), 'erasures.jsonl');
+  const keys = await PostgresKeyStore.open(url, { erasureLog: log });
+  t.teardown(() => keys.close());
+  await keys.keyFor('subject-a');
+  await keys.keyFor('subject-b');
+  t.notOk(fs.existsSync(log), 'nothing recorded before a destruction');
+  await keys.destroy('subject-a');
+  await keys.destroy('subject-a');
+  const lines = fs.readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { subject: string; at: string });
+  t.same(lines.map((l) => l.subject), ['subject-a'], 'one line for the destroyed subject, none for a repeated destroy or a live one');
+  t.ok(!Number.isNaN(Date.parse(lines[0]!.at)));
+});

@@ -152,5 +152,5 @@ export async function openConfiguredKeyStore(loc: KeyStoreLocation): Promise<Key
   const target = keyStoreTarget(loc);
   if (target.kind === 'sqlite') return new SqliteKeyStore(target.file, loc.erasureLog);
   const { PostgresKeyStore } = await import('./keyStorePostgres.ts');
-  return PostgresKeyStore.open(target.url);
+  return PostgresKeyStore.open(target.url, { erasureLog: loc.erasureLog });
 }

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { recordErasure } from '../backup/erasures.ts';
 import { parsePostgresUrl } from '../eventstore/postgres.ts';
 import type { KeyStore } from './keyStore.ts';
 
@@ -25,7 +26,10 @@ export class PostgresKeyStore implements KeyStore {
   readonly #schema: string;
   #closed = false;
 
-  private constructor(url: string, poolSize: number) {
+  readonly #erasureLog: string | undefined;
+
+  private constructor(url: string, poolSize: number, erasureLog?: string) {
+    this.#erasureLog = erasureLog;
     const { connectionString, schema } = parsePostgresUrl(url);
     this.#schema = schema;
     this.#pool = new pg.Pool({ connectionString, max: poolSize, options: `-c search_path=${schema} -c synchronous_commit=on` });
@@ -34,8 +38,8 @@ export class PostgresKeyStore implements KeyStore {
   }
 
   /** Connects and creates the schema and tables when missing. */
-  static async open(url: string, opts: { poolSize?: number } = {}): Promise<PostgresKeyStore> {
-    const store = new PostgresKeyStore(url, opts.poolSize ?? 4);
+  static async open(url: string, opts: { poolSize?: number; erasureLog?: string } = {}): Promise<PostgresKeyStore> {
+    const store = new PostgresKeyStore(url, opts.poolSize ?? 4, opts.erasureLog);
     try {
       await store.#setup();
     } catch (err) {
@@ -81,6 +85,9 @@ export class PostgresKeyStore implements KeyStore {
   async destroy(subject: string): Promise<void> {
     const before = await this.#row(subject);
     if (before?.destroyed_at) return;
+    // A dump restored later brings the key back: the erasure record outside the database lets `npm run restore`
+    // destroy it again. Recorded before the key goes, so a crash in between errs on erasure.
+    if (this.#erasureLog) recordErasure(this.#erasureLog, { subject, at: new Date().toISOString() });
     await this.#pool.query(
       `INSERT INTO subject_keys (subject, key, destroyed_at) VALUES ($1, NULL, now())
        ON CONFLICT (subject) DO UPDATE SET key = NULL, destroyed_at = COALESCE(subject_keys.destroyed_at, excluded.destroyed_at)`,
