@@ -3,32 +3,12 @@
 // PATCH /auth/account/change/email and PATCH /users/@me/username are counted with login's failures (3rd →
 // 1 min, 4th → 5 min, then 1 h); while locked each of them, and login, answers 403 LockedOut even to the right
 // answer (the username route, whose Stoat errors have no LockedOut, 401 InvalidCredentials), and nothing changes; after the lockout the right answer works again.
-import { createHmac } from 'node:crypto';
 import t from 'tap';
+import { totp } from './helpers/totp.ts';
 
 const tap = t;
 import { client, signup, type TestUser } from './helpers/http.ts';
 import { startTestService } from './helpers/service.ts';
-
-/** RFC 4648 base32 → bytes. */
-function base32(s: string): Buffer {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
-  let bits = '';
-  for (const c of s.replace(/=+$/, '')) bits += alphabet.indexOf(c).toString(2).padStart(5, '0');
-  const out: number[] = [];
-  for (let i = 0; i + 8 <= bits.length; i += 8) out.push(parseInt(bits.slice(i, i + 8), 2));
-  return Buffer.from(out);
-}
-
-/** RFC 6238 TOTP (HMAC-SHA1, 30 s, 6 digits) at `ms`. */
-function totp(secret: string, ms: number): string {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(Math.floor(ms / 1000 / 30)));
-  const h = createHmac('sha1', base32(secret)).update(counter).digest();
-  const o = h[h.length - 1]! & 0xf;
-  const n = ((h[o]! & 0x7f) << 24) | (h[o + 1]! << 16) | (h[o + 2]! << 8) | h[o + 3]!;
-  return String(n % 1_000_000).padStart(6, '0');
-}
 
 t.test('lockout of password and second-factor checks with a session', async (t) => {
   let offset = 0;
