@@ -156,13 +156,7 @@ export async function proxyImage(bytes: Buffer, limits: ProxyLimits): Promise<Pr
     const image = await processBmp(bytes, { ...frameLimits, preview: limits.preview });
     return { contentType: 'image/webp', body: image.preview };
   }
-  let header: Metadata;
-  try {
-    header = await sharp(bytes, { limitInputPixels: false }).metadata();
-  } catch (err) {
-    throw undecodable(err);
-  }
-  if (header.format !== LOADER[raster]) throw undecodable();
+  const header = await readHeader(bytes, raster);
   const pages = header.pages ?? 1;
   const frameHeight = header.pageHeight ?? header.height;
   checkBomb(header.width, frameHeight, 1, frameLimits);
@@ -246,8 +240,8 @@ function checkBomb(width: number, frameHeight: number, frames: number, policy: P
   }
 }
 
-async function processImage(bytes: Buffer, raster: Raster, policy: TagPolicy): Promise<ProcessedImage> {
-  if (raster === 'bmp') return processBmp(bytes, policy);
+/** The image's header, checked to be the format its bytes were sniffed as (undecodable otherwise). */
+async function readHeader(bytes: Buffer, raster: Exclude<Raster, 'bmp'>): Promise<Metadata> {
   let header: Metadata;
   try {
     // Header only: libvips reads dimensions without decoding a pixel, so a bomb costs nothing here.
@@ -256,6 +250,12 @@ async function processImage(bytes: Buffer, raster: Raster, policy: TagPolicy): P
     throw undecodable(err);
   }
   if (header.format !== LOADER[raster]) throw undecodable();
+  return header;
+}
+
+async function processImage(bytes: Buffer, raster: Raster, policy: TagPolicy): Promise<ProcessedImage> {
+  if (raster === 'bmp') return processBmp(bytes, policy);
+  const header = await readHeader(bytes, raster);
   const pages = header.pages ?? 1;
   const animated = (raster === 'gif' || raster === 'webp') && pages > 1;
   checkBomb(header.width, header.pageHeight ?? header.height, animated ? pages : 1, policy);
