@@ -126,7 +126,10 @@ export class CommandExecutor {
           // Another process got there first: catch the read models up with the log, then decide again.
           const head = await this.o.store.headPosition();
           if (head !== undefined) await this.o.readModels.waitForAll(head);
-          await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+          // Exponential backoff (equal jitter, 250 ms cap): a request of a process that keeps losing to another
+          // process's queue of commands on the same stream outlasts that queue instead of running out of attempts.
+          const backoff = Math.min(250, 5 * 2 ** attempt);
+          await new Promise((r) => setTimeout(r, backoff / 2 + (Math.random() * backoff) / 2));
           continue;
         }
         await Promise.all(writes.map((w, i) => this.o.readModels.waitFor(w.scope, appended[i]!.position)));
