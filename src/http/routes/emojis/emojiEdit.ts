@@ -5,7 +5,7 @@ import { AppError } from '../../../errors.ts';
 import { decideEditEmoji } from '../../../domain/server/editEmoji.ts';
 import type { EmojiObject } from '../../../domain/models.ts';
 import { rm } from '../../../readmodel/keys.ts';
-import { onServer } from '../../command.ts';
+import { onEmoji } from './onEmoji.ts';
 import { defineRoute } from '../../route.ts';
 import { emojiName } from './emojiCreate.ts';
 
@@ -18,14 +18,9 @@ export default defineRoute({
   async handler(rc) {
     const { deps, body } = rc;
     const emojiId = rc.params.emoji_id!;
-    // An emoji never changes server, so its server can be read before the decision; a non-member gets 404.
-    const known = await deps.readModels.getJson<EmojiObject>(rm.emoji(emojiId));
-    if (!known) throw new AppError({ type: 'NotFound' });
-    await onServer(rc, known.parent.id, async (a) => {
-      const emoji = await deps.readModels.getJson<EmojiObject>(rm.emoji(emojiId));
-      if (!emoji) throw new AppError({ type: 'NotFound' });
-      return decideEditEmoji({ emoji, name: body.name ?? undefined }, { server: a.server, members: {}, bans: {} }, { caller: callerFromServer(a, rc.caller.userId) });
-    });
+    await onEmoji(rc, emojiId, (emoji, a) =>
+      decideEditEmoji({ emoji, name: body.name ?? undefined }, { server: a.server, members: {}, bans: {} }, { caller: callerFromServer(a, rc.caller.userId) }),
+    );
     const emoji = await deps.readModels.getJson<EmojiObject>(rm.emoji(emojiId));
     if (!emoji) throw new AppError({ type: 'NotFound' });
     return emoji;
