@@ -17,7 +17,7 @@ import { BatchTx, ValueCache } from './tx.ts';
 import type { Invalidation } from '../src/readmodel/factCache.ts';
 import type { Projection } from './types.ts';
 import { quarantineEvents, type QuarantinedEvent } from './quarantine.ts';
-import { isStorageUnavailable } from '../src/http/middleware/errors.ts';
+import { isStorageUnavailable } from '../src/storageErrors.ts';
 import { countQuarantinedEvent, observeProjectorBatch } from '../src/metrics/registry.ts';
 
 /** Why a runner stopped on its own. */

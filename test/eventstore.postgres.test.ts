@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import t from 'tap';
 import { appendLockKey, DEFAULT_TIMEOUTS, MIGRATIONS, openPostgresEventStore, type PostgresEventStore } from '../src/eventstore/postgres.ts';
-import { isStorageUnavailable } from '../src/http/middleware/errors.ts';
+import { isStorageUnavailable } from '../src/storageErrors.ts';
 import { loadConfig } from '../src/config.ts';
 import { openEventStore } from '../src/eventstore/open.ts';
 import { WrongExpectedRevisionError, type NewEvent, type RecordedEvent } from '../src/eventstore/port.ts';
