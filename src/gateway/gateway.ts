@@ -11,6 +11,12 @@
  * the previous ping; a socket whose unsent data passes the buffer limit is cut at once. Typing indicators
  * go through Redis pub/sub (they are not history), to the sockets that can see the channel on every
  * API process.
+ *
+ * `Subscribe {server_id}` marks a server active for the socket for 15 minutes, at most 5 at a time
+ * (bonfire's `active_servers`, src/gateway/activeServers.ts): a server channel's typing and the presence of
+ * those who only share a server with the user reach a socket only while that server is active for it. Private
+ * channels' typing, and the presence of friends, pending requests and DM/group peers, are not gated; a bot's
+ * socket has every server active.
  */
 import { policySource } from '../users/policy.ts';
 import { randomUUID } from 'node:crypto';
@@ -169,7 +175,11 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     const frame = { type: m.start ? 'ChannelStartTyping' : 'ChannelStopTyping', id: m.channel, user: m.user };
     // A private channel's typing (no server) goes to the sockets told about that channel.
     if (m.server === '') for (const s of hub.privateSubscribersOf(m.channel)) s.send(frame);
-    else for (const s of hub.subscribersOf(m.server)) if (s.state === 'ready' && s.sees(m.server, m.channel)) s.send(frame);
+    // A server channel's typing goes to the sockets that see the channel and have its server active.
+    else {
+      const now = o.now();
+      for (const s of hub.subscribersOf(m.server)) if (s.state === 'ready' && s.sees(m.server, m.channel) && s.activeIn(m.server, now)) s.send(frame);
+    }
   });
   await typingSub.subscribe(typingChannel, userChannel);
 
@@ -195,7 +205,10 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       let session = token.length <= 256 ? await o.readModels.getJson<SessionRecord>(rm.session(hashToken(token))) : null;
       if (!session && token.length <= 256) {
         const bot = await resolveBotToken({ readModels: o.readModels, now: o.now }, token);
-        if (bot) session = { sessionId: bot.sessionId, userId: bot.userId, name: 'bot', onboarded: true };
+        if (bot) {
+          session = { sessionId: bot.sessionId, userId: bot.userId, name: 'bot', onboarded: true };
+          s.bot = true;
+        }
       }
       if (s.isClosed()) return;
       if (!session) return fail(s, { type: 'InvalidSession' });
@@ -279,6 +292,11 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
         }
         return;
       }
+      case 'Subscribe':
+        // Bonfire marks the server active only for a member (here: a server the socket is subscribed to);
+        // anything else is ignored, as bonfire does.
+        if (s.servers.has(f.server_id)) s.active.subscribe(f.server_id, o.now());
+        return;
       default:
         return;
     }

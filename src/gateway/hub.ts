@@ -13,10 +13,11 @@
  *   the socket's own user, unsubscribe.
  * - `user` route: the user's sockets. ServerCreate subscribes them; the internal DeleteSession sends Logout
  *   to the sockets of that session and closes them.
- * - `userPresence` route: the user's sockets and every socket subscribed to a server the user is in (user
- *   changes from the projector, and `UserUpdate {online}` from the presence stream; an Invisible user's
- *   coming online reaches their own sockets only, and a profile change tells the others `online` as they
- *   may see it).
+ * - `userPresence` route: the user's sockets, their friends, pending requests and DM/group peers, and every
+ *   socket subscribed to a server the user is in (user changes from the projector, and `UserUpdate {online}`
+ *   from the presence stream; an Invisible user's coming online reaches their own sockets only, and a profile
+ *   change tells the others `online` as they may see it). A presence change reaches a socket that only
+ *   shares a server with the user while that server is active for it (`Subscribe`, bonfire's member topic).
  *
  * Everything runs on one queue per process, so events keep their stream order (per channel: one server's
  * events come from one partition stream) and a socket's hand-over from Ready to live events loses nothing.
@@ -43,8 +44,10 @@ const WEBHOOK_EVENTS: ReadonlySet<string> = new Set(['WebhookCreate', 'WebhookUp
 interface Dispatched extends QueuedEvent {
   /** For `userPresence`: the servers the user is a member of. */
   presence?: Set<string>;
-  /** For `userPresence`: the users who see it through a relationship (friends and pending requests). */
+  /** For `userPresence`: the users who see it through a relationship (friends, pending requests, DM and group peers). */
   related?: Set<string>;
+  /** For `userPresence`: a presence change (`UserUpdate {online}`), which reaches server peers only through an active server. */
+  gated?: boolean;
   /** The payload serialised (once, on first use). */
   text?: string;
   /** For a profile's `UserUpdate`: the payload for the others, with `online` as they may see it. */
@@ -189,6 +192,7 @@ export class Hub {
 
   private unsubscribe(s: GatewaySocket, serverId: string): void {
     s.servers.delete(serverId);
+    s.active.forget(serverId);
     const set = this.byServer.get(serverId);
     set?.delete(s);
     if (set?.size === 0) {
@@ -226,12 +230,12 @@ export class Hub {
       // Friends and pending requests hear of the user too (bonfire subscribes them to the user).
       const relations = hidden ? null : await this.o.readModels.direct.getJson<RelationsState>(rm.relations(userId));
       ev.related = new Set(Object.keys(relations?.relations ?? {}).filter((u) => ['Friend', 'Incoming', 'Outgoing'].includes(relations!.relations[u]!)));
-      if (ev.payload.type === 'UserPlatformWipe') {
-        // A platform wipe also reaches whoever shares a DM or a group with the user, related or not (and
-        // blocked users: they still hold the user's messages).
-        for (const u of Object.keys(relations?.relations ?? {})) ev.related.add(u);
-        for (const u of await this.privatePeers(userId)) ev.related.add(u);
-      }
+      // So do the user's DM and group peers (bonfire's `can_subscribe_to_user`), however they stand.
+      if (!hidden) for (const u of await this.privatePeers(userId)) ev.related.add(u);
+      // A platform wipe also reaches blocked users: they still hold the user's messages.
+      if (ev.payload.type === 'UserPlatformWipe') for (const u of Object.keys(relations?.relations ?? {})) ev.related.add(u);
+      // Presence reaches those who only share a server with the user while the server is active for them.
+      ev.gated = ev.payload.type === 'UserUpdate' && data !== undefined && Object.keys(data).join() === 'online';
       if (ev.payload.type === 'UserUpdate' && data && !('online' in data)) {
         // A profile change (the whole profile): the others also learn whether the user is online as they may
         // see it, so turning Invisible on or off shows at once.
@@ -365,7 +369,7 @@ export class Hub {
         return;
       case 'userPresence':
         if (s.userId === r.userId) s.sendText(textOf(ev));
-        else if (sharesServer(s, ev.presence) || ev.related?.has(s.userId)) s.sendText(ev.othersText ?? textOf(ev));
+        else if (ev.related?.has(s.userId) || (ev.gated ? activeInOne(s, ev.presence, this.o.now()) : sharesServer(s, ev.presence))) s.sendText(ev.othersText ?? textOf(ev));
         return;
       case 'channel':
         if (s.servers.has(r.serverId)) await this.deliverInChannel(s, r.serverId, r.channelId, ev);
@@ -519,6 +523,12 @@ export class Hub {
 /** Whether the socket is subscribed to one of the servers. */
 function sharesServer(s: GatewaySocket, servers: Set<string> | undefined): boolean {
   for (const id of servers ?? []) if (s.servers.has(id)) return true;
+  return false;
+}
+
+/** Whether one of the servers is active for the socket (`Subscribe`, or a bot's socket). */
+function activeInOne(s: GatewaySocket, servers: Set<string> | undefined, now: number): boolean {
+  for (const id of servers ?? []) if (s.activeIn(id, now)) return true;
   return false;
 }
 

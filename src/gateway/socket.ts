@@ -8,6 +8,7 @@ import type { WebSocket } from 'ws';
 import type { ClientEventRoute } from '../../projections/types.ts';
 import { DEFAULT_READY_FIELDS, type ReadyField } from './protocol.ts';
 import { gatewayDelivered, gatewaySlowDropped } from '../metrics/registry.ts';
+import { ActiveServers } from './activeServers.ts';
 
 /** Where a socket is in its life. */
 export type SocketState =
@@ -42,6 +43,13 @@ export class GatewaySocket {
   settingsKeys: readonly string[] = [];
   /** Servers this socket is subscribed to → the channel ids it was told it can see. */
   readonly servers = new Map<string, Set<string>>();
+  /**
+   * Servers the client marked active with `Subscribe` (their typing and members' presence reach it only
+   * meanwhile); a bot's socket gets them for every server, as bonfire subscribes bots to every member topic.
+   */
+  readonly active = new ActiveServers();
+  /** The socket authenticated with a bot token. */
+  bot = false;
   /** Private channels (Saved Notes, DMs, groups) this socket was told about (Ready, ChannelCreate …). */
   readonly privateChannels = new Set<string>();
   /** How this socket's user stands with other users (kept by UserRelationship), for per-viewer `relationship`. */
@@ -94,6 +102,11 @@ export class GatewaySocket {
   /** Whether the socket was told it can see a channel of a server. */
   sees(serverId: string, channelId: string): boolean {
     return this.servers.get(serverId)?.has(channelId) ?? false;
+  }
+
+  /** Whether a server's typing and its members' presence reach this socket at `now` (a bot: always). */
+  activeIn(serverId: string, now: number): boolean {
+    return this.servers.has(serverId) && (this.bot || this.active.has(serverId, now));
   }
 
   /**
