@@ -416,6 +416,12 @@ t.test('gateway', async (t) => {
     const o = await connectReady(s, owner.token);
     const m = await connectReady(s, member.token);
     const x = await connectReady(s, outsider.token);
+    // A server's typing reaches sockets that subscribed to the server (gateway.subscribe.test.ts).
+    for (const c of [o, m, x]) {
+      c.send({ type: 'Subscribe', server_id: srv.id });
+      c.send({ type: 'Ping', data: 0 });
+      await c.waitFor((e) => e.type === 'Pong');
+    }
     o.send({ type: 'BeginTyping', channel: srv.general });
     t.same(await m.waitFor((e) => e.type === 'ChannelStartTyping'), { type: 'ChannelStartTyping', id: srv.general, user: owner.userId });
     // In the hidden channel: the owner's typing is relayed to viewers (the owner's own socket), not the member.

@@ -20,10 +20,16 @@ t.test('gateway limits', async (t) => {
   await t.test('a typing flood is throttled', async (t) => {
     const o = await connectReady(s, owner.token);
     const m = await connectReady(s, member.token);
+    // A server's typing reaches sockets that subscribed to the server (gateway.subscribe.test.ts).
+    for (const c of [o, m]) {
+      c.send({ type: 'Subscribe', server_id: server.id });
+      c.send({ type: 'Ping', data: 0 });
+      await c.waitFor((e) => e.type === 'Pong');
+    }
     for (let i = 0; i < 2000; i++) o.send({ type: i % 2 === 0 ? 'BeginTyping' : 'EndTyping', channel: server.general });
     // A marker after the flood: once it arrives, everything relayed before it has arrived too.
     o.send({ type: 'Ping', data: 1 });
-    await o.waitFor((e) => e.type === 'Pong');
+    await o.waitFor((e) => e.type === 'Pong' && e.data === 1);
     const marker = await owner.api.post(`/channels/${server.general}/messages`, { content: 'marker' });
     t.equal(marker.status, 200);
     await m.waitFor((e) => e.type === 'Message' && e._id === marker.body._id);
