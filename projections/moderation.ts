@@ -18,6 +18,8 @@ import { rm } from '../src/readmodel/keys.ts';
 
 /** Stoat's user flag of a banned account (sent in UserPlatformWipe). */
 const USER_FLAG_BANNED = 4;
+/** Stoat's user flag of a deleted account (sent in UserPlatformWipe for an account deleted for abuse). */
+const USER_FLAG_DELETED = 2;
 import type { Projection, ProjectionTx } from './types.ts';
 import { endBotSockets } from './accounts.ts';
 
@@ -74,6 +76,7 @@ export const moderationProjection: Projection = {
     'AccountSanctionLifted',
     'ModeratorDeletedMessage',
     'ModeratorDeletedServer',
+    'ModeratorDeletedAccount',
     'SessionCreated',
   ],
   async apply(e, tx) {
@@ -173,6 +176,12 @@ export const moderationProjection: Projection = {
           reason: e.data.reason,
           details: { channel: e.data.channel, server: e.data.server, author: e.data.author },
         });
+        break;
+      case 'ModeratorDeletedAccount':
+        // Appended with the account's `AccountDeleted`, which keeps the user's servers, DMs, groups and
+        // relationships: the hub finds everyone who shares one of them.
+        tx.emit({ kind: 'userPresence', userId: e.data.userId }, { type: 'UserPlatformWipe', user_id: e.data.userId, flags: USER_FLAG_DELETED });
+        audit(tx, e, { action: 'AccountDelete', target: { type: 'User', id: e.data.userId }, reason: e.data.reason, details: {} });
         break;
       case 'ModeratorDeletedServer':
         audit(tx, e, { action: 'ServerDelete', target: { type: 'Server', id: e.data.server }, reason: e.data.reason, details: { name: e.data.name, owner: e.data.owner } });

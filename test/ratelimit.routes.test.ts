@@ -125,6 +125,7 @@ const TABLE: Array<[string, string, keyof typeof BUCKET_LIMITS, string]> = [
   ['POST', '/admin/users/:user_id/suspend', 'catch-all', 'route'],
   ['POST', '/admin/users/:user_id/ban', 'catch-all', 'route'],
   ['POST', '/admin/users/:user_id/lift', 'catch-all', 'route'],
+  ['DELETE', '/admin/users/:user_id', 'catch-all', 'route'],
   ['DELETE', '/admin/messages/:message_id', 'catch-all', 'route'],
   ['GET', '/admin/audit', 'catch-all', 'route'],
   ['GET', '/admin/export', 'compliance_export', 'caller'],

@@ -68,6 +68,13 @@ export function decideBan(current: SanctionState | null, cmd: { userId: string; 
   return [{ type: 'AccountBanned', data: { userId: cmd.userId, reason: cmd.reason } }];
 }
 
+/** Deleting an account for abuse (admins): a deleted account → NoEffect; a bot's account is its owner's to delete. */
+export function decideAccountDeletion(account: { deleted?: boolean; bot?: unknown }, cmd: { userId: string; reason: string }): DomainEvent[] {
+  if (account.deleted) throw new AppError({ type: 'NoEffect' });
+  if (account.bot) throw new AppError({ type: 'InvalidOperation' });
+  return [{ type: 'ModeratorDeletedAccount', data: { userId: cmd.userId, reason: cmd.reason } }];
+}
+
 /** Lifting (admins). Nothing standing → NoEffect. */
 export function decideLift(current: SanctionState | null, cmd: { userId: string; reason: string }): DomainEvent[] {
   if (!current || current.kind === 'none') throw new AppError({ type: 'NoEffect' });

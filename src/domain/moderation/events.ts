@@ -81,6 +81,11 @@ export const moderationEvents = {
   AccountSanctionLifted: z.object({ userId: z.string(), reason: z.string() }),
   /** A moderator deleted a message (appended with its `MessageDeleted`); `server` is null for a DM or group message. */
   ModeratorDeletedMessage: z.object({ message: z.string(), channel: z.string(), server: z.string().nullable(), author: z.string(), reason: z.string() }),
+  /**
+   * An admin deleted an account for abuse (appended with its `AccountDeleted`); everyone who shares something
+   * with the user gets Stoat's `UserPlatformWipe` with its flag Deleted.
+   */
+  ModeratorDeletedAccount: z.object({ userId: z.string(), reason: z.string() }),
   /** A moderator deleted a whole server (appended with its `ServerDeleted`). */
   ModeratorDeletedServer: z.object({ server: z.string(), name: z.string(), owner: z.string(), reason: z.string() }),
 };

@@ -1,4 +1,4 @@
-/** Instance moderation routes (/admin/…): the report queue, sanctions, content deletion, the instance audit log, the compliance export. */
+/** Instance moderation routes (/admin/…): the report queue, sanctions, account deletion for abuse, content deletion, the instance audit log, the compliance export. */
 import auditLog from './auditLog.ts';
 import complianceExport from './complianceExport.ts';
 import messageDelete from './messageDelete.ts';
@@ -7,8 +7,9 @@ import reportFetch from './reportFetch.ts';
 import reportList from './reportList.ts';
 import serverDelete from './serverDelete.ts';
 import userBan from './userBan.ts';
+import userDelete from './userDelete.ts';
 import userFetch from './userFetch.ts';
 import userLift from './userLift.ts';
 import userSuspend from './userSuspend.ts';
 
-export default [reportList, reportFetch, reportEdit, userFetch, userSuspend, userBan, userLift, messageDelete, auditLog, serverDelete, complianceExport];
+export default [reportList, reportFetch, reportEdit, userFetch, userSuspend, userBan, userDelete, userLift, messageDelete, auditLog, serverDelete, complianceExport];
