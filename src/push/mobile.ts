@@ -82,8 +82,17 @@ export function fcmMessage(n: MobileNotification, ringSeconds: number): FcmMessa
   }
 }
 
-/** The APNs JSON payload of a notification, as Stoat's apn.rs builds it. */
-export function apnsPayload(n: MobileNotification): Record<string, unknown> {
+/**
+ * The APNs JSON payload of a notification, as Stoat's apn.rs builds it. `badge` is the app icon's number:
+ * Stoat's `get_badge_count`, the user's unread mentions over all channels (left out when it could not be read).
+ */
+export function apnsPayload(n: MobileNotification, badge?: number): Record<string, unknown> {
+  const p = apnsBody(n);
+  if (badge !== undefined) p.aps = { ...(p.aps as Record<string, unknown>), badge };
+  return p;
+}
+
+function apnsBody(n: MobileNotification): Record<string, unknown> {
   switch (n.kind) {
     case 'message': {
       // The message rides along for the app's notification extension; its text is cut so the payload fits.

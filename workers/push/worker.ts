@@ -48,6 +48,7 @@ import { rm } from '../../src/readmodel/keys.ts';
 import type { ReadModels } from '../../src/readmodel/reader.ts';
 import { bullConnection, bullPrefix } from '../media/jobs.ts';
 import { ApnsClient, CALL_RING_SECONDS, FcmClient, type MobileOutcome } from './mobile.ts';
+import { fetchUnreads } from '../../src/readmodel/unreads.ts';
 
 /** The queue of push work (`message` fan-outs and `send` deliveries). */
 export const PUSH_QUEUE = 'push';
@@ -308,6 +309,16 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     log.info({ user: userId, session: sessionId }, 'push subscription gone: removed');
   };
 
+  /** Stoat's APNs badge (`get_badge_count`): the user's unread mentions summed over channels; unset if unreadable. */
+  const badgeCount = async (userId: string): Promise<number | undefined> => {
+    try {
+      return (await fetchUnreads(readModels, userId)).reduce((n, u) => n + (u.mentions?.length ?? 0), 0);
+    } catch (err) {
+      log.warn({ err, user: userId }, 'push: could not count unread mentions for the badge');
+      return undefined;
+    }
+  };
+
   const send = async (job: Job<SendJob>): Promise<SendOutcome> => {
     const { userId, sessionId, endpoint, payload } = job.data;
     const account = await readModels.getJson<AccountState>(rm.account(userId));
@@ -323,7 +334,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
         outcome = await fcm.send(sub.auth, fcmMessage(n, CALL_RING_SECONDS));
       } else {
         if (!apns) throw new UnrecoverableError('APNs is not configured');
-        outcome = await apns.send(sub.auth, apnsPayload(n));
+        outcome = await apns.send(sub.auth, apnsPayload(n, await badgeCount(userId)));
       }
       if (outcome.result === 'sent') return 'sent';
       if (outcome.result === 'gone') {
