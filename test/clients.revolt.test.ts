@@ -81,6 +81,9 @@ t.test('revolt.js against the service', async (t) => {
   const invite = (await chat.createInvite()) as { _id: string };
   await member.api.post(`/invites/${invite._id}` as '/invites/{target}');
   await until('ServerCreate reaches the joining client', () => member.servers.get(server.id));
+  // The owner's profile changes reach the member's client while the server is active for it (Subscribe, as
+  // Stoat's bonfire gates its member topic; gateway.subscribe.test.ts). Sent long before the avatar edit below.
+  member.events.send({ type: 'Subscribe', server_id: server.id });
   await member.servers.get(server.id)!.syncMembers();
   await chat.edit({ name: 'chat-renamed' });
   await until('ChannelUpdate reaches the member', () => member.channels.get(chat.id)?.name === 'chat-renamed');

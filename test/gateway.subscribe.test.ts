@@ -1,13 +1,14 @@
 // The gateway's `Subscribe {server_id}` (issue 38), as Stoat's bonfire does it (crates/bonfire: websocket.rs
-// and the `active_servers` LruTimeCache of events/state.rs, 900 s and capacity 5): a server's typing and the
-// presence of users who only share that server reach a socket only while the server is active for it. Private
-// channels' typing, the user's own presence and that of friends and DM/group peers are not gated; a bot's
-// socket has every server active. Over real WebSockets, with an injected clock for the TTL.
+// and the `active_servers` LruTimeCache of events/state.rs, 900 s and capacity 5): the profile changes of users
+// who only share a server with the socket's user (bonfire's `<server>u` topic, fed by `p_user`) reach the socket
+// only while that server is active for it. As in bonfire, typing (the channel's topic) and presence (the server's
+// topic, `broadcast_presence_change`) are not gated, nor are the profile changes of the user, friends, pending
+// requests and DM/group peers; a bot's socket has every server active. Over real WebSockets, with an injected
+// clock for the TTL.
 import t from 'tap';
 import { signup, type TestUser } from './helpers/http.ts';
 import { createServer, join, type TestServer } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
-import { until } from './helpers/wait.ts';
 import { connectReady, type Frame, type WsClient } from './helpers/ws.ts';
 import { ActiveServers, SUBSCRIBE_MAX, SUBSCRIBE_TTL_MS } from '../src/gateway/activeServers.ts';
 
@@ -22,8 +23,17 @@ async function flush(c: WsClient): Promise<void> {
   await c.waitFor((e) => e.type === 'Pong' && e.data === data);
 }
 
-const typing = (c: WsClient, from = 0) => c.events.slice(from).filter((e) => e.type === 'ChannelStartTyping' || e.type === 'ChannelStopTyping');
-const startedIn = (channel: string, user: TestUser) => (e: Frame) => e.type === 'ChannelStartTyping' && e.id === channel && e.user === user.userId;
+/** The profile changes of `user` that `c` received (from index `from` of its events). */
+const profiles = (c: WsClient, user: TestUser, from = 0) => c.events.slice(from).filter((e) => e.type === 'UserUpdate' && e.id === user.userId);
+let edits = 0;
+/** `user` changes its status text; resolves with the text. */
+async function editProfile(user: TestUser): Promise<string> {
+  const text = `status ${++edits}`;
+  const r = await user.api.patch('/users/@me', { status: { text } });
+  if (r.status !== 200) throw new Error(`profile edit ${r.status}`);
+  return text;
+}
+const saying = (user: TestUser, text: string) => (e: Frame) => e.type === 'UserUpdate' && e.id === user.userId && e.data?.status?.text === text;
 
 t.test('the pure cache: bonfire\'s numbers', async (t) => {
   t.equal(SUBSCRIBE_TTL_MS, 900_000, '15 minutes (Duration::from_secs(900))');
@@ -61,62 +71,54 @@ t.test('Subscribe over real sockets', async (t) => {
   const dmId = dm.body._id as string;
   t.equal((await peer.api.del(`/users/${subject.userId}/friend`)).body.relationship, 'None', 'no longer friends');
 
-  t.test('a server channel\'s typing reaches only the sockets that subscribed to the server', async (t) => {
-    const on = await connectReady(s, owner.token);
-    const off = await connectReady(s, owner.token);
-    const m = await connectReady(s, member.token);
-    on.send({ type: 'Subscribe', server_id: srv.id });
-    await flush(on);
-    m.send({ type: 'BeginTyping', channel: srv.general });
-    t.same(await on.waitFor(startedIn(srv.general, member)), { type: 'ChannelStartTyping', id: srv.general, user: member.userId }, 'subscribed: delivered');
-    await flush(off);
-    t.same(typing(off), [], 'the same user\'s socket that did not subscribe: nothing');
-    // A DM's typing is not gated: the peer's socket never subscribed to anything.
-    const p = await connectReady(s, peer.token);
-    const sub = await connectReady(s, subject.token);
-    sub.send({ type: 'BeginTyping', channel: dmId });
-    t.same(await p.waitFor((e) => e.type === 'ChannelStartTyping' && e.id === dmId), { type: 'ChannelStartTyping', id: dmId, user: subject.userId }, 'a DM\'s typing needs no Subscribe');
-    // A bad frame is a MalformedData error, not a closed socket.
-    off.send({ type: 'Subscribe', server_id: 42 });
-    t.match(await off.waitFor((e) => e.type === 'Error'), { data: { type: 'MalformedData' } });
-    await flush(off);
-    for (const c of [on, off, m, p, sub]) c.close();
-  });
-
-  t.test('presence: server peers only while subscribed; own, friends and DM peers always', async (t) => {
-    // The subject's socket of the previous test is gone (so connecting again is a change).
-    await until('the subject offline', async () => (await owner.api.get(`/users/${subject.userId}`)).body.online === false);
+  t.test('a profile change reaches server peers only while they have the server active', async (t) => {
     const on = await connectReady(s, owner.token);
     const off = await connectReady(s, owner.token);
     const f = await connectReady(s, friend.token);
     const p = await connectReady(s, peer.token);
-    const m = await connectReady(s, member.token);
+    const own = await connectReady(s, subject.token);
     on.send({ type: 'Subscribe', server_id: srv.id });
     await flush(on);
-    const sub = await connectReady(s, subject.token);
-    const online = (e: Frame) => e.id === subject.userId && e.data.online === true;
-    t.same(await on.waitForPresence(online), { type: 'UserUpdate', id: subject.userId, data: { online: true }, clear: [] }, 'subscribed: the member came online');
-    await f.waitForPresence(online);
-    t.pass('the friend hears it without Subscribe');
-    await p.waitForPresence(online);
-    t.pass('the DM peer hears it without Subscribe');
+    const text = await editProfile(subject);
+    t.match(await on.waitFor(saying(subject, text)), { type: 'UserUpdate', id: subject.userId, data: { status: { text } } }, 'subscribed: delivered');
+    await f.waitFor(saying(subject, text));
+    t.pass('the friend gets it without Subscribe');
+    await p.waitFor(saying(subject, text));
+    t.pass('the DM peer gets it without Subscribe');
+    await own.waitFor(saying(subject, text));
+    t.pass('the user\'s own socket gets it');
     await flush(off);
-    await flush(m);
-    t.same(off.presence.filter((e) => e.id === subject.userId), [], 'a socket that did not subscribe hears no presence of server peers');
-    t.same(m.presence.filter((e) => e.id === subject.userId), [], 'nor does another member that did not subscribe');
-    // Going offline reaches the subscribed socket and the friend, not the others.
-    sub.close();
-    const offline = (e: Frame) => e.id === subject.userId && e.data.online === false;
-    await on.waitForPresence(offline);
-    await f.waitForPresence(offline);
+    t.same(profiles(off, subject), [], 'the same user\'s socket that did not subscribe: nothing');
+    // A bad frame is a MalformedData error, not a closed socket.
+    off.send({ type: 'Subscribe', server_id: 42 });
+    t.match(await off.waitFor((e) => e.type === 'Error'), { data: { type: 'MalformedData' } });
+    // A server the user is not in is ignored (bonfire checks the membership).
+    const elsewhere = await createServer(subject, 'Not the owner\'s');
+    off.send({ type: 'Subscribe', server_id: elsewhere.id });
     await flush(off);
-    await flush(m);
-    t.same(off.presence.filter((e) => e.id === subject.userId), [], 'offline: not to the unsubscribed socket either');
-    // A profile change is not presence: every server peer still gets it.
-    await subject.api.patch('/users/@me', { status: { text: 'here' } });
-    await off.waitFor((e) => e.type === 'UserUpdate' && e.id === subject.userId && e.data?.status?.text === 'here');
-    t.pass('profile changes are not gated');
-    for (const c of [on, off, f, p, m]) c.close();
+    const again = await editProfile(subject);
+    await on.waitFor(saying(subject, again));
+    await flush(off);
+    t.same(profiles(off, subject), [], 'still nothing');
+    for (const c of [on, off, f, p, own]) c.close();
+  });
+
+  t.test('not gated, as in bonfire: typing and presence', async (t) => {
+    const off = await connectReady(s, owner.token);
+    const m = await connectReady(s, member.token);
+    m.send({ type: 'BeginTyping', channel: srv.general });
+    t.same(await off.waitFor((e) => e.type === 'ChannelStartTyping'), { type: 'ChannelStartTyping', id: srv.general, user: member.userId }, 'a server channel\'s typing');
+    const p = await connectReady(s, peer.token);
+    const own = await connectReady(s, subject.token);
+    own.send({ type: 'BeginTyping', channel: dmId });
+    t.same(await p.waitFor((e) => e.type === 'ChannelStartTyping' && e.id === dmId), { type: 'ChannelStartTyping', id: dmId, user: subject.userId }, 'a DM\'s typing');
+    own.close();
+    await off.waitForPresence((e) => e.id === subject.userId && e.data.online === false);
+    t.pass('a server peer\'s presence (offline)');
+    const back = await connectReady(s, subject.token);
+    await off.waitForPresence((e) => e.id === subject.userId && e.data.online === true);
+    t.pass('a server peer\'s presence (online)');
+    for (const c of [off, m, p, back]) c.close();
   });
 
   t.test('a bot\'s socket has every server active', async (t) => {
@@ -124,42 +126,40 @@ t.test('Subscribe over real sockets', async (t) => {
     t.equal(created.status, 200);
     t.equal((await owner.api.post(`/bots/${created.body._id}/invite`, { server: srv.id })).status, 204);
     const bot = await connectReady(s, created.body.token as string);
-    const m = await connectReady(s, member.token);
-    m.send({ type: 'BeginTyping', channel: srv.general });
-    t.same(await bot.waitFor(startedIn(srv.general, member)), { type: 'ChannelStartTyping', id: srv.general, user: member.userId });
+    const text = await editProfile(member);
+    t.match(await bot.waitFor(saying(member, text)), { type: 'UserUpdate', id: member.userId });
     bot.close();
-    m.close();
   });
 
   t.test('at most 5 servers: a sixth evicts the least recently subscribed', async (t) => {
-    const servers: TestServer[] = [srv];
-    for (let i = 2; i <= 6; i++) {
-      const x = await createServer(owner, `Server ${i}`);
-      await join(owner, x.general, member);
+    // Six servers of the owner, each with one member of its own (who shares nothing else with the owner).
+    const members = await Promise.all([1, 2, 3, 4, 5, 6].map(() => signup(s)));
+    const servers: TestServer[] = [];
+    for (const [i, u] of members.entries()) {
+      const x = await createServer(owner, `Server ${i + 1}`);
+      await join(owner, x.general, u);
       servers.push(x);
     }
     const o = await connectReady(s, owner.token);
     for (const x of servers) o.send({ type: 'Subscribe', server_id: x.id });
     await flush(o);
-    const m = await connectReady(s, member.token);
-    for (const x of servers) m.send({ type: 'BeginTyping', channel: x.general });
-    for (const x of servers.slice(1)) await o.waitFor(startedIn(x.general, member));
-    await flush(m);
-    await flush(o);
-    t.same(typing(o).map((e) => e.id).sort(), servers.slice(1).map((x) => x.general).sort(), 'servers 2–6 delivered, the first (evicted by the sixth) not');
+    const round = async (expected: number[]) => {
+      const mark = o.events.length;
+      const texts = await Promise.all(members.map((u) => editProfile(u)));
+      for (const i of expected) await o.waitFor(saying(members[i]!, texts[i]!), undefined, mark);
+      // The owner's own change comes after all of theirs (one projector partition, one dispatch queue): once
+      // it arrives, every change that was going to reach this socket has.
+      const mine = await editProfile(owner);
+      await o.waitFor(saying(owner, mine), undefined, mark);
+      return members.map((u, i) => (profiles(o, u, mark).length > 0 ? i : -1)).filter((i) => i >= 0);
+    };
+    t.same(await round([1, 2, 3, 4, 5]), [1, 2, 3, 4, 5], 'servers 2–6 delivered, the first (evicted by the sixth) not');
     // Refresh server 2, then subscribe to server 1 again: server 3 is now the least recent and goes.
     o.send({ type: 'Subscribe', server_id: servers[1]!.id });
     o.send({ type: 'Subscribe', server_id: servers[0]!.id });
     await flush(o);
-    const mark = o.events.length;
-    const m2 = await connectReady(s, member.token);
-    for (const x of servers) m2.send({ type: 'BeginTyping', channel: x.general });
-    const expected = [0, 1, 3, 4, 5].map((i) => servers[i]!.general);
-    for (const id of expected) await o.waitFor(startedIn(id, member), undefined, mark);
-    await flush(m2);
-    await flush(o);
-    t.same(typing(o, mark).map((e) => e.id).sort(), [...expected].sort(), 'server 3 evicted; 1, 2, 4, 5, 6 delivered');
-    for (const c of [o, m, m2]) c.close();
+    t.same(await round([0, 1, 3, 4, 5]), [0, 1, 3, 4, 5], 'server 3 evicted; 1, 2, 4, 5, 6 delivered');
+    o.close();
   });
 
   t.test('the TTL: 15 minutes after the last Subscribe', async (t) => {
@@ -168,26 +168,25 @@ t.test('Subscribe over real sockets', async (t) => {
     await flush(o);
     // 890 s later (a 10 s margin for a loaded machine): still active.
     shift += 890_000;
-    const m = await connectReady(s, member.token);
-    m.send({ type: 'BeginTyping', channel: srv.general });
-    await o.waitFor(startedIn(srv.general, member));
+    const first = await editProfile(member);
+    await o.waitFor(saying(member, first));
     t.pass('active at 890 s');
-    // 901 s after the Subscribe: expired. A socket that subscribes now gets the typing, the old one not.
+    // 901 s after the Subscribe: expired. A socket that subscribes now gets the change, the old one not.
     shift += 11_000;
     const fresh = await connectReady(s, owner.token);
     fresh.send({ type: 'Subscribe', server_id: srv.id });
     await flush(fresh);
     const mark = o.events.length;
-    const m2 = await connectReady(s, member.token);
-    m2.send({ type: 'BeginTyping', channel: srv.general });
-    await fresh.waitFor(startedIn(srv.general, member));
-    await flush(o);
-    t.same(typing(o, mark), [], 'expired at 901 s: no typing');
+    const second = await editProfile(member);
+    await fresh.waitFor(saying(member, second));
+    const mine = await editProfile(owner);
+    await o.waitFor(saying(owner, mine), undefined, mark);
+    t.same(profiles(o, member, mark), [], 'expired at 901 s: nothing');
     // Subscribing again renews it.
     o.send({ type: 'Subscribe', server_id: srv.id });
     await flush(o);
-    m2.send({ type: 'EndTyping', channel: srv.general });
-    t.same(await o.waitFor((e) => e.type === 'ChannelStopTyping', undefined, mark), { type: 'ChannelStopTyping', id: srv.general, user: member.userId }, 'renewed by a new Subscribe');
-    for (const c of [o, m, fresh, m2]) c.close();
+    const third = await editProfile(member);
+    t.match(await o.waitFor(saying(member, third), undefined, mark), { id: member.userId }, 'renewed by a new Subscribe');
+    for (const c of [o, fresh]) c.close();
   });
 });

@@ -416,12 +416,6 @@ t.test('gateway', async (t) => {
     const o = await connectReady(s, owner.token);
     const m = await connectReady(s, member.token);
     const x = await connectReady(s, outsider.token);
-    // A server's typing reaches sockets that subscribed to the server (gateway.subscribe.test.ts).
-    for (const c of [o, m, x]) {
-      c.send({ type: 'Subscribe', server_id: srv.id });
-      c.send({ type: 'Ping', data: 0 });
-      await c.waitFor((e) => e.type === 'Pong');
-    }
     o.send({ type: 'BeginTyping', channel: srv.general });
     t.same(await m.waitFor((e) => e.type === 'ChannelStartTyping'), { type: 'ChannelStartTyping', id: srv.general, user: owner.userId });
     // In the hidden channel: the owner's typing is relayed to viewers (the owner's own socket), not the member.
@@ -482,6 +476,11 @@ t.test('gateway', async (t) => {
     const m = await connectReady(s, member.token);
     const o = await connectReady(s, owner.token);
     const x = await connectReady(s, outsider.token);
+    // A server peer's profile change reaches a socket that has the server active (Subscribe, bonfire's member topic;
+    // gateway.subscribe.test.ts); the Pong says it was applied.
+    o.send({ type: 'Subscribe', server_id: srv.id });
+    o.send({ type: 'Ping', data: 0 });
+    await o.waitFor((e) => e.type === 'Pong' && e.data === 0);
     await member.api.patch('/users/@me', { display_name: 'Member Name' });
     for (const c of [m, o]) t.match(await c.waitFor((e) => e.type === 'UserUpdate' && e.id === member.userId), { data: { display_name: 'Member Name' } });
     await barrier(outsider, x);

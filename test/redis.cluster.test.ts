@@ -124,15 +124,11 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
   });
 
   t.test('gateway: typing over pub/sub, presence', async (t) => {
-    // A server's typing reaches a socket that subscribed to the server (gateway.subscribe.test.ts).
-    m.send({ type: 'Subscribe', server_id: srv.id });
-    m.send({ type: 'Ping', data: 0 });
-    await m.waitFor((e) => e.type === 'Pong');
     o.send({ type: 'BeginTyping', channel: srv.general });
     t.same(await m.waitFor((e) => e.type === 'ChannelStartTyping'), { type: 'ChannelStartTyping', id: srv.general, user: owner.userId });
     await until('the member online for the owner', async () => (await owner.api.get(`/users/${member.userId}`)).body.online === true);
     m.send({ type: 'Ping', data: 1 });
-    await m.waitFor((e) => e.type === 'Pong' && e.data === 1);
+    await m.waitFor((e) => e.type === 'Pong');
   });
 
   t.test('rebuild equals live; a live rebuild swaps the generation and the service follows', async (t) => {

@@ -76,6 +76,11 @@ t.test('no User object carries the profile', async (t) => {
   t.test('gateway', async (t) => {
     const [aliceWs, blockedWs, strangerWs] = await Promise.all([connectReady(s, alice.token), connectReady(s, blocked.token), connectReady(s, stranger.token)]);
     t.teardown(() => (aliceWs.close(), blockedWs.close(), strangerWs.close()));
+    // A server peer's profile change reaches a socket that has the server active (Subscribe, bonfire's member topic;
+    // gateway.subscribe.test.ts); the Pong says it was applied.
+    blockedWs.send({ type: 'Subscribe', server_id: server.id });
+    blockedWs.send({ type: 'Ping', data: 0 });
+    await blockedWs.waitFor((e) => e.type === 'Pong' && e.data === 0);
     const readyOf = (ws: typeof aliceWs) => ws.events.find((e) => e.type === 'Ready')!;
     t.ok(readyOf(blockedWs).users.some((u: { _id: string }) => u._id === alice.userId), 'the blocked user has alice in Ready');
     t.notOk(leaks(readyOf(blockedWs)), 'blocked: Ready');

@@ -13,10 +13,11 @@
  * API process.
  *
  * `Subscribe {server_id}` marks a server active for the socket for 15 minutes, at most 5 at a time
- * (bonfire's `active_servers`, src/gateway/activeServers.ts): a server channel's typing and the presence of
- * those who only share a server with the user reach a socket only while that server is active for it. Private
- * channels' typing, and the presence of friends, pending requests and DM/group peers, are not gated; a bot's
- * socket has every server active.
+ * (bonfire's `active_servers`, src/gateway/activeServers.ts): the profile changes (`UserUpdate`) of users who
+ * only share a server with the socket's user reach it only while that server is active for it (bonfire's
+ * `<server>u` member topic). Typing and presence (`UserUpdate {online}`) are not gated, as in bonfire (typing
+ * goes to the channel's topic, presence to the server's); nor are the profile changes of the user, friends,
+ * pending requests and DM/group peers. A bot's socket has every server active.
  */
 import { policySource } from '../users/policy.ts';
 import { randomUUID } from 'node:crypto';
@@ -175,11 +176,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     const frame = { type: m.start ? 'ChannelStartTyping' : 'ChannelStopTyping', id: m.channel, user: m.user };
     // A private channel's typing (no server) goes to the sockets told about that channel.
     if (m.server === '') for (const s of hub.privateSubscribersOf(m.channel)) s.send(frame);
-    // A server channel's typing goes to the sockets that see the channel and have its server active.
-    else {
-      const now = o.now();
-      for (const s of hub.subscribersOf(m.server)) if (s.state === 'ready' && s.sees(m.server, m.channel) && s.activeIn(m.server, now)) s.send(frame);
-    }
+    else for (const s of hub.subscribersOf(m.server)) if (s.state === 'ready' && s.sees(m.server, m.channel)) s.send(frame);
   });
   await typingSub.subscribe(typingChannel, userChannel);
 

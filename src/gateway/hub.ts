@@ -16,8 +16,8 @@
  * - `userPresence` route: the user's sockets, their friends, pending requests and DM/group peers, and every
  *   socket subscribed to a server the user is in (user changes from the projector, and `UserUpdate {online}`
  *   from the presence stream; an Invisible user's coming online reaches their own sockets only, and a profile
- *   change tells the others `online` as they may see it). A presence change reaches a socket that only
- *   shares a server with the user while that server is active for it (`Subscribe`, bonfire's member topic).
+ *   change tells the others `online` as they may see it). A profile change reaches a socket that only shares
+ *   a server with the user while that server is active for it (`Subscribe`, bonfire's `<server>u` topic).
  *
  * Everything runs on one queue per process, so events keep their stream order (per channel: one server's
  * events come from one partition stream) and a socket's hand-over from Ready to live events loses nothing.
@@ -46,7 +46,7 @@ interface Dispatched extends QueuedEvent {
   presence?: Set<string>;
   /** For `userPresence`: the users who see it through a relationship (friends, pending requests, DM and group peers). */
   related?: Set<string>;
-  /** For `userPresence`: a presence change (`UserUpdate {online}`), which reaches server peers only through an active server. */
+  /** For `userPresence`: a profile change (`UserUpdate` beyond `{online}`), which reaches server peers only through an active server. */
   gated?: boolean;
   /** The payload serialised (once, on first use). */
   text?: string;
@@ -234,8 +234,9 @@ export class Hub {
       if (!hidden) for (const u of await this.privatePeers(userId)) ev.related.add(u);
       // A platform wipe also reaches blocked users: they still hold the user's messages.
       if (ev.payload.type === 'UserPlatformWipe') for (const u of Object.keys(relations?.relations ?? {})) ev.related.add(u);
-      // Presence reaches those who only share a server with the user while the server is active for them.
-      ev.gated = ev.payload.type === 'UserUpdate' && data !== undefined && Object.keys(data).join() === 'online';
+      // A profile change reaches those who only share a server with the user while the server is active for
+      // them (bonfire's `<server>u` topic); presence (`{online}` alone) goes to every server peer.
+      ev.gated = ev.payload.type === 'UserUpdate' && data !== undefined && Object.keys(data).join() !== 'online';
       if (ev.payload.type === 'UserUpdate' && data && !('online' in data)) {
         // A profile change (the whole profile): the others also learn whether the user is online as they may
         // see it, so turning Invisible on or off shows at once.

@@ -19,7 +19,7 @@ export const ClientFrame = z.discriminatedUnion('type', [
   z.object({ type: z.literal('BeginTyping'), channel: z.string().min(1).max(64) }),
   /** The user stopped typing in a channel. */
   z.object({ type: z.literal('EndTyping'), channel: z.string().min(1).max(64) }),
-  /** Marks a server active for this socket (its typing and members' presence; 15 minutes, 5 servers at most). */
+  /** Marks a server active for this socket (its members' profile changes; 15 minutes, 5 servers at most). */
   z.object({ type: z.literal('Subscribe'), server_id: z.string().min(1).max(64) }),
 ]);
 /** A parsed client frame. */

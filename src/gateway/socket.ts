@@ -44,7 +44,7 @@ export class GatewaySocket {
   /** Servers this socket is subscribed to → the channel ids it was told it can see. */
   readonly servers = new Map<string, Set<string>>();
   /**
-   * Servers the client marked active with `Subscribe` (their typing and members' presence reach it only
+   * Servers the client marked active with `Subscribe` (their members' profile changes reach it only
    * meanwhile); a bot's socket gets them for every server, as bonfire subscribes bots to every member topic.
    */
   readonly active = new ActiveServers();
@@ -104,7 +104,7 @@ export class GatewaySocket {
     return this.servers.get(serverId)?.has(channelId) ?? false;
   }
 
-  /** Whether a server's typing and its members' presence reach this socket at `now` (a bot: always). */
+  /** Whether a server's members' profile changes reach this socket at `now` (a bot: always). */
   activeIn(serverId: string, now: number): boolean {
     return this.servers.has(serverId) && (this.bot || this.active.has(serverId, now));
   }
