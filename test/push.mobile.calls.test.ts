@@ -2,7 +2,8 @@
  * A call started in a DM reaches phones end to end (issue 38): the ring and its stop go to the loopback FCM
  * endpoint as Stoat's fcm.rs data message (values all strings, high priority, the ring as TTL) and to the
  * loopback APNs endpoint as apn.rs's call payload, and every APNs payload carries `aps.badge`: the user's
- * unread mentions over all channels (Stoat's `get_badge_count`), which an ack lowers.
+ * unread mentions over all channels (Stoat's `get_badge_count`), which an ack lowers; an ack that leaves mentions
+ * unread sends the new badge alone (Stoat's BadgeUpdate).
  */
 import t from 'tap';
 import { signup, type TestUser } from './helpers/http.ts';
@@ -53,6 +54,8 @@ t.test('a DM call rings FCM and APNs as Stoat shapes them; APNs badges count unr
   await befriend(alice, carol);
   const webhook = (event: Record<string, unknown>) => livekitWebhook(s, { key: KEY, secret: SECRET }, event);
   const toCarol = () => apns.received.filter((r) => r.deviceToken === carolToken);
+  /** A badge update: the payload is `{aps: {badge}}` and nothing else. */
+  const badgeOnly = (r: { payload: any }) => Object.keys(r.payload).join() === 'aps' && Object.keys(r.payload.aps).join() === 'badge';
 
   // Two mentions of Carol in one server channel: two unread mentions (one channel).
   const srv = await createServer(alice);
@@ -91,7 +94,12 @@ t.test('a DM call rings FCM and APNs as Stoat shapes them; APNs badges count unr
   t.ok(!Number.isNaN(Date.parse(apnRing.payload.startedAt)), 'startedAt is the call start');
   t.equal(apnRing.headers['apns-topic'], apns.topic);
 
-  // Carol reads the channel: no unread mentions. Alice stops ringing her: the stop carries badge 0.
+  // Carol reads the first mention: an ack sends her phone the new badge alone (Stoat's BadgeUpdate), 1.
+  t.equal((await carol.api.put(`/channels/${srv.general}/ack/${mentions[0]}`)).status, 204);
+  const badge = await until('the badge update', () => toCarol().find(badgeOnly));
+  t.same(badge.payload, { aps: { badge: 1 } }, 'one unread mention left');
+  // Then the rest: no mention left, and (as in Stoat) no badge update for it. Alice stops ringing her: the
+  // stop carries badge 0.
   t.equal((await carol.api.put(`/channels/${srv.general}/ack/${mentions[1]}`)).status, 204);
   await until('mentions cleared', async () => {
     const u = ((await carol.api.get('/sync/unreads')).body as Array<{ _id: { channel: string }; mentions?: string[] }>).find((x) => x._id.channel === srv.general);
@@ -100,6 +108,7 @@ t.test('a DM call rings FCM and APNs as Stoat shapes them; APNs badges count unr
   t.equal((await alice.api.put(`/channels/${dmCarol}/end_ring/${carol.userId}`)).status, 204);
   const stop = await until('the stop on APNs', () => toCarol().find((r) => r.payload.channelId === dmCarol && r.payload.ended === true));
   t.same(stop.payload.aps, { 'mutable-content': 1, badge: 0 }, 'acked: badge 0');
+  t.same(toCarol().filter(badgeOnly).map((r) => r.payload), [{ aps: { badge: 1 } }], 'the ack that left no mention sent no badge update');
   t.same(fcm.errors, []);
   t.same(apns.errors, []);
 });

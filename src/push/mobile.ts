@@ -30,7 +30,9 @@ export type MobileNotification =
       message: MessageObject;
     }
   | { kind: 'friend'; accepted: boolean; userId: string; name: string }
-  | { kind: 'call'; initiatorId: string; channelId: string; startedAt: string; ended: boolean };
+  | { kind: 'call'; initiatorId: string; channelId: string; startedAt: string; ended: boolean }
+  /** Stoat's `BadgeUpdate` after an ack: APNs only, the app icon's new number and nothing else. */
+  | { kind: 'badge'; count: number };
 
 /** Where a message was sent, as the title needs it. */
 export type MessagePlace = { type: 'DirectMessage' } | { type: 'Group'; name: string } | { type: 'TextChannel'; name: string };
@@ -79,6 +81,9 @@ export function fcmMessage(n: MobileNotification, ringSeconds: number): FcmMessa
         data: { initiator_id: n.initiatorId, channel_id: n.channelId, started_at: n.startedAt, ended: String(n.ended) },
         android: { priority: 'HIGH', ttl: `${ringSeconds}s` },
       };
+    case 'badge':
+      // Stoat's fcm.rs sends nothing for a badge update; the fan-out queues it for APNs subscriptions only.
+      throw new Error('a badge update goes to APNs only');
   }
 }
 
@@ -113,5 +118,7 @@ function apnsBody(n: MobileNotification): Record<string, unknown> {
       };
     case 'call':
       return { aps: { 'mutable-content': 1 }, initiator_id: n.initiatorId, channelId: n.channelId, startedAt: n.startedAt, ended: n.ended };
+    case 'badge':
+      return { aps: { badge: n.count } };
   }
 }

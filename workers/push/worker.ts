@@ -6,7 +6,8 @@
  *    is never pushed) turns each user's `MessageSent` that could push (`couldPush`: a DM or group message, or a
  *    server message naming someone to notify) into a `message` job on the BullMQ queue `push`
  *    (job id = the message id: several workers, or a replay after a crash, add it once); likewise friend
- *    requests (`friend` jobs) and DM and group calls that start (`call` jobs, Stoat's dm_call).
+ *    requests (`friend` jobs), DM and group calls that start (`call` jobs, Stoat's dm_call), and acks (`badge`
+ *    jobs, Stoat's ack consumer: the new APNs badge, the user's unread mentions, to APNs subscriptions only).
  * 2. The `message` job waits until the read models have the message, picks who is notified (the recipients
  *    of a DM or group, or the mentioned users of a server channel; not the author; nobody for
  *    SuppressNotifications), drops those online on a socket (Stoat's `filter_online`) and those whose synced
@@ -49,6 +50,7 @@ import type { ReadModels } from '../../src/readmodel/reader.ts';
 import { bullConnection, bullPrefix } from '../media/jobs.ts';
 import { ApnsClient, CALL_RING_SECONDS, FcmClient, type MobileOutcome } from './mobile.ts';
 import { fetchUnreads } from '../../src/readmodel/unreads.ts';
+import { UNREADS_STREAM } from '../../src/domain/unreads/events.ts';
 
 /** The queue of push work (`message` fan-outs and `send` deliveries). */
 export const PUSH_QUEUE = 'push';
@@ -89,6 +91,15 @@ export interface CallJob {
   /** When the event was recorded (ISO 8601): the call's start, for phones. */
   at?: string;
   /** The event's id (the notification's identity), scope and position. */
+  eventId: string;
+  scope: string;
+  position: string;
+}
+
+/** A user acked a channel (`ChannelAcked`): Stoat's ack consumer, a badge update to their APNs subscriptions. */
+export interface BadgeJob {
+  userId: string;
+  /** The ack's event id (the notification's identity), scope and position. */
   eventId: string;
   scope: string;
   position: string;
@@ -195,7 +206,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
   const ca = deps.agentOptions?.ca;
   const apns = push.apns ? new ApnsClient(push.apns, push.timeoutMs, ca ? { ca: ca as string | Buffer | Array<string | Buffer> } : {}, deps.now) : undefined;
 
-  const queue = new Queue<MessageJob | SendJob | FriendJob | CallJob>(PUSH_QUEUE, { connection, prefix });
+  const queue = new Queue<MessageJob | SendJob | FriendJob | CallJob | BadgeJob>(PUSH_QUEUE, { connection, prefix });
   queue.on('error', (err) => log.warn({ err: err.message }, 'push queue error'));
   const untrack = trackQueue(PUSH_QUEUE, queue);
   const retry = {
@@ -207,11 +218,12 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
   };
 
   /** Queues a payload to every subscribed session of the user (within the user's budget); returns how many. */
-  const toSessions = async (userId: string, notificationId: string, payload: string, mobile: MobileNotification): Promise<number> => {
+  const toSessions = async (userId: string, notificationId: string, payload: string, mobile: MobileNotification, only?: string): Promise<number> => {
     let queued = 0;
     const account = await readModels.getJson<AccountState>(rm.account(userId));
     for (const [sessionId, session] of Object.entries(account?.sessions ?? {})) {
       if (!session.subscription) continue;
+      if (only !== undefined && session.subscription.endpoint !== only) continue;
       // A phone's subscription is served only where its platform is configured (Stoat's pushd likewise).
       if ((session.subscription.endpoint === FCM_ENDPOINT && !fcm) || (session.subscription.endpoint === APN_ENDPOINT && !apns)) continue;
       // A session whose record is gone no longer authenticates (a suspension or ban ends sessions that way).
@@ -309,6 +321,20 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     log.info({ user: userId, session: sessionId }, 'push subscription gone: removed');
   };
 
+  /**
+   * An ack (Stoat's pushd ack consumer): the user's APNs subscriptions are sent the new badge, their unread
+   * mentions summed over channels. As in Stoat, nothing is sent when no mention is left unread, or when the user
+   * has no APNs subscription.
+   */
+  const badgeFanOut = async (job: Job<BadgeJob>): Promise<number> => {
+    const { userId, eventId, scope, position } = job.data;
+    if (!apns) return 0;
+    await readModels.waitFor(scope, BigInt(position));
+    const count = await badgeCount(userId);
+    if (!count) return 0;
+    return toSessions(userId, `badge-${eventId}`, JSON.stringify({}), { kind: 'badge', count }, APN_ENDPOINT);
+  };
+
   /** Stoat's APNs badge (`get_badge_count`): the user's unread mentions summed over channels; unset if unreadable. */
   const badgeCount = async (userId: string): Promise<number | undefined> => {
     try {
@@ -334,7 +360,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
         outcome = await fcm.send(sub.auth, fcmMessage(n, CALL_RING_SECONDS));
       } else {
         if (!apns) throw new UnrecoverableError('APNs is not configured');
-        outcome = await apns.send(sub.auth, apnsPayload(n, await badgeCount(userId)));
+        outcome = await apns.send(sub.auth, apnsPayload(n, n.kind === 'badge' ? undefined : await badgeCount(userId)));
       }
       if (outcome.result === 'sent') return 'sent';
       if (outcome.result === 'gone') {
@@ -367,15 +393,17 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     throw new UnrecoverableError(`push service refused the notification: ${status}`);
   };
 
-  const processJob = async (job: Job<MessageJob | SendJob | FriendJob | CallJob>): Promise<unknown> =>
+  const processJob = async (job: Job<MessageJob | SendJob | FriendJob | CallJob | BadgeJob>): Promise<unknown> =>
     job.name === 'message'
       ? fanOut(job as Job<MessageJob>)
       : job.name === 'friend'
         ? friendFanOut(job as Job<FriendJob>)
         : job.name === 'call'
           ? callFanOut(job as Job<CallJob>)
-          : send(job as Job<SendJob>);
-  const worker = new Worker<MessageJob | SendJob | FriendJob | CallJob>(PUSH_QUEUE, timedJob(PUSH_QUEUE, processJob), {
+          : job.name === 'badge'
+            ? badgeFanOut(job as Job<BadgeJob>)
+            : send(job as Job<SendJob>);
+  const worker = new Worker<MessageJob | SendJob | FriendJob | CallJob | BadgeJob>(PUSH_QUEUE, timedJob(PUSH_QUEUE, processJob), {
     connection,
     prefix,
     concurrency: 16,
@@ -383,7 +411,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     stalledInterval: lockMs,
     name: `${os.hostname()}:${process.pid}`,
   });
-  const release = (job: Job<MessageJob | SendJob | FriendJob | CallJob> | undefined): void => {
+  const release = (job: Job<MessageJob | SendJob | FriendJob | CallJob | BadgeJob> | undefined): void => {
     if (job?.name !== 'send') return;
     const d = job.data as SendJob;
     void redis.zrem(pushBudgetKey(config.redisPrefix, d.userId), job.id ?? '').catch(() => {});
@@ -405,7 +433,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     by: 'push',
     log,
     onEvents: async (events) => {
-      const jobs: Array<{ name: string; data: MessageJob | FriendJob | CallJob; opts: { jobId: string } & typeof retry }> = [];
+      const jobs: Array<{ name: string; data: MessageJob | FriendJob | CallJob | BadgeJob; opts: { jobId: string } & typeof retry }> = [];
       for (const e of events) {
         if (e.type === 'VoiceParticipantJoined') {
           const d = e.data as { channel: string; user: string; ring?: string[] };
@@ -413,6 +441,11 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
             const data: CallJob = { caller: d.user, channelId: d.channel, ring: d.ring, at: e.metadata.at, eventId: e.id, scope: e.metadata.scope, position: e.position.toString() };
             jobs.push({ name: 'call', data, opts: { ...retry, jobId: `c-${e.id}` } });
           }
+          continue;
+        }
+        if (e.type === 'ChannelAcked' && e.stream.startsWith(UNREADS_STREAM)) {
+          const data: BadgeJob = { userId: e.stream.slice(UNREADS_STREAM.length), eventId: e.id, scope: e.metadata.scope, position: e.position.toString() };
+          jobs.push({ name: 'badge', data, opts: { ...retry, jobId: `b-${e.id}` } });
           continue;
         }
         if (e.type === 'CallRingStopped') {
