@@ -434,6 +434,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     log,
     onEvents: async (events) => {
       const jobs: Array<{ name: string; data: MessageJob | FriendJob | CallJob | BadgeJob; opts: { jobId: string } & typeof retry }> = [];
+      const badges = new Map<string, { name: string; data: BadgeJob; opts: { jobId: string } & typeof retry }>();
       for (const e of events) {
         if (e.type === 'VoiceParticipantJoined') {
           const d = e.data as { channel: string; user: string; ring?: string[] };
@@ -444,8 +445,9 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
           continue;
         }
         if (e.type === 'ChannelAcked' && e.stream.startsWith(UNREADS_STREAM)) {
+          // One badge per user and batch: a server ack appends one ack per channel, the last one counts.
           const data: BadgeJob = { userId: e.stream.slice(UNREADS_STREAM.length), eventId: e.id, scope: e.metadata.scope, position: e.position.toString() };
-          jobs.push({ name: 'badge', data, opts: { ...retry, jobId: `b-${e.id}` } });
+          badges.set(data.userId, { name: 'badge', data, opts: { ...retry, jobId: `b-${e.id}` } });
           continue;
         }
         if (e.type === 'CallRingStopped') {
@@ -474,6 +476,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
         if (sent.mentionedUsers) data.mentionedUsers = sent.mentionedUsers;
         jobs.push({ name: 'message', data, opts: { ...retry, jobId: `m-${sent.message._id}` } });
       }
+      jobs.push(...badges.values());
       if (jobs.length > 0) await queue.addBulk(jobs);
     },
   });
