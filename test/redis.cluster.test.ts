@@ -200,11 +200,13 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
     const { out, exited } = await runToExit(
       code,
       { ...process.env, REDIS_CLUSTER_NODES: cluster.seeds, REDIS_PREFIX: `exit-${process.pid}-`, DATA_DIR: dir, API_PORT: '0', MEDIA_PORT: '0', LOG_LEVEL: 'silent' },
-      30_000,
+      // A guard against a process that never exits, not a speed rule: under load (average 48) the start alone
+      // outran 30 s (CONTRIBUTING "Tests on a busy machine").
+      240_000,
     );
     t.match(out, /roles api,media,projector,worker/, 'every role ran');
     t.match(out, /stopped/, 'the service stopped');
-    t.equal(exited, 0, 'the process exited by itself within 30 s of starting');
+    t.equal(exited, 0, 'the process exited by itself (within the 240 s hang guard)');
   });
   t.test('a client closed while its periodic slot refresh is in flight leaves no timer: the process exits (ioredis 5 re-armed it for ever)', async (t) => {
     const root = path.join(import.meta.dirname, '..');
