@@ -5,6 +5,7 @@
  * fold the standing holds from the log alone, with no read model (a rebuild must never see "no hold").
  */
 import { z } from 'zod';
+import { isUlid } from '../../ids.ts';
 
 /** The stream of every hold of the instance. */
 export const HOLDS_STREAM = 'holds';
@@ -18,7 +19,7 @@ export const HoldName = z
 export const HoldReason = z.string().refine((s) => s.trim().length > 0 && [...s].length <= 512, 'a reason of 1–512 characters');
 
 /** What a hold covers: every message of a server, of a channel (a DM or group too), or by a user, and that user's personal data. */
-export const HoldTarget = z.object({ type: z.enum(['server', 'channel', 'user']), id: z.string().min(1).max(64) }).strict();
+export const HoldTarget = z.object({ type: z.enum(['server', 'channel', 'user']), id: z.string().refine(isUlid, 'an id') }).strict();
 /** A hold's target. */
 export type HoldTarget = z.infer<typeof HoldTarget>;
 
