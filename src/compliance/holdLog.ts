@@ -2,7 +2,8 @@
  * Legal holds read from the log (the `holds` stream), shared by the admin routes and the command line: the
  * holds as they stand, with the stream's revision to append against, and whether a target ever existed. A
  * target is looked up by its stream, so a deleted server, channel or account can still be held (its
- * messages stay in the log until retention erases them).
+ * messages stay in the log until retention erases them). A server channel that never had a stream of its own is
+ * found through the read models (routes: a live one) or the log (command line: deleted ones too).
  */
 import type { EventStore, ExpectedRevision } from '../eventstore/port.ts';
 import { HOLDS_STREAM, type HoldTarget } from '../domain/hold/events.ts';
@@ -14,14 +15,25 @@ export async function loadHolds(store: EventStore): Promise<{ holds: Map<string,
   return { holds: foldHolds(events), expected: events.length === 0 ? 'no_stream' : events[events.length - 1]!.revision };
 }
 
-/** The stream a target's existence is read from: `server-<id>`, `channel-<id>` (DMs and groups too) or `account-<id>`. */
+/** The stream a target's existence is read from first: `server-<id>`, `channel-<id>` (DMs, groups, edited server channels) or `account-<id>`. */
 export function targetStream(t: HoldTarget): string {
   return t.type === 'server' ? `server-${t.id}` : t.type === 'channel' ? `channel-${t.id}` : `account-${t.id}`;
 }
 
-/** Whether the target's stream exists in the log (it was created, whether or not it was deleted since). */
-export async function targetExists(store: EventStore, t: HoldTarget): Promise<boolean> {
-  return (await store.streamRevision(targetStream(t))) >= 0;
+/**
+ * Whether the target exists or existed: its stream is in the log; for a channel, else `known` (the routes ask
+ * the read models for a live server channel), else the server event that created it, found by reading the log
+ * (the command line: a server channel lives in its server's stream until its own settings change).
+ */
+export async function targetExists(store: EventStore, t: HoldTarget, known?: (t: HoldTarget) => Promise<boolean>): Promise<boolean> {
+  if ((await store.streamRevision(targetStream(t))) >= 0) return true;
+  if (t.type !== 'channel') return false;
+  if (known) return known(t);
+  for await (const e of store.readAll()) {
+    if (e.type === 'ServerCreated' && (e.data as { channels: Array<{ _id: string }> }).channels.some((c) => c._id === t.id)) return true;
+    if (e.type === 'ChannelCreated' && (e.data as { channel: { _id: string } }).channel._id === t.id) return true;
+  }
+  return false;
 }
 
 /** A hold as the admin routes answer it. */

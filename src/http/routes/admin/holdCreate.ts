@@ -24,7 +24,8 @@ export default defineRoute({
     const id = newId(rc.deps.now());
     await rc.deps.executor.execute({ ...rc.meta, reason }, [HOLDS_STREAM], async () => {
       // The holds stream is small and read whole: the same decision the command line makes from the log.
-      if (!(await targetExists(rc.deps.store, target))) throw new AppError({ type: 'NotFound' });
+      const live = async (t: { id: string }) => (await rc.deps.readModels.mgetJson([rm.channel(t.id), rm.privateChannel(t.id)])).some((c) => c !== null);
+      if (!(await targetExists(rc.deps.store, target, live))) throw new AppError({ type: 'NotFound' });
       const { holds, expected } = await loadHolds(rc.deps.store);
       return { writes: [{ stream: HOLDS_STREAM, scope: INSTANCE_SCOPE, expected, events: decidePlaceHold(holds, { id, name, reason, target }) }], result: undefined };
     });
