@@ -51,11 +51,14 @@ t.test('legal holds', async (t) => {
   t.equal(held.status, 200, 'an admin places a hold');
   t.match(held.body, { name: 'Matter 1', reason: 'litigation', target: { type: 'server', id: server.id }, placed_by: admin.userId, lifted_at: null, active: true });
 
-  t.test('admins only: anonymous 401, a user or a moderator 403, changing nothing', async (t) => {
+  t.test('authorization first, admins only: anonymous 401, a user or a moderator 403 (before the body is read), changing nothing', async (t) => {
     const calls: Array<[string, (u: TestUser | null) => Promise<Res>]> = [
       ['POST /admin/holds', (u) => place(u, { name: 'n', reason: 'r', target: { type: 'user', id: alice.userId } })],
+      ['POST /admin/holds (invalid body)', (u) => place(u, { name: '', target: 'x', extra: 1 })],
       ['GET /admin/holds', (u) => list(u)],
+      ['GET /admin/holds (invalid query)', (u) => list(u, '?limit=0&active=maybe')],
       ['POST /admin/holds/:id/lift', (u) => lift(u, held.body._id)],
+      ['POST /admin/holds/:id/lift (invalid body)', (u) => lift(u, held.body._id, { reason: 7 })],
     ];
     for (const [what, call] of calls) {
       const head = await s.store.headPosition();

@@ -6,10 +6,15 @@ import type { HoldState } from '../../../domain/hold/state.ts';
 import { INSTANCE_SCOPE } from '../../../domain/moderation/events.ts';
 import { loadHolds, presentHold } from '../../../compliance/holdLog.ts';
 import { rm } from '../../../readmodel/keys.ts';
+import { AppError } from '../../../errors.ts';
+import { describeIssues } from '../../app.ts';
 import { defineRoute } from '../../route.ts';
 import { callerRole, pathId } from './staff.ts';
 
-const Body = z.object({ reason: HoldReason.optional() }).strict();
+/** The lift's body, checked after authorization. */
+const LiftBody = z.object({ reason: HoldReason.optional() }).strict();
+/** What the router validates before the handler: any object. */
+const Body = z.object({ reason: z.unknown().optional() }).passthrough();
 
 export default defineRoute({
   method: 'POST',
@@ -19,7 +24,9 @@ export default defineRoute({
   async handler(rc) {
     await callerRole(rc, 'admin');
     const id = pathId(rc.params.hold_id);
-    const reason = rc.body.reason ?? null;
+    const parsed = LiftBody.safeParse(rc.body);
+    if (!parsed.success) throw new AppError({ type: 'FailedValidation', error: describeIssues(parsed.error, 'body') });
+    const reason = parsed.data.reason ?? null;
     await rc.deps.executor.execute({ ...rc.meta, ...(reason !== null ? { reason } : {}) }, [HOLDS_STREAM], async () => {
       const { holds, expected } = await loadHolds(rc.deps.store);
       return { writes: [{ stream: HOLDS_STREAM, scope: INSTANCE_SCOPE, expected, events: decideLiftHold(holds, { id, reason }) }], result: undefined };

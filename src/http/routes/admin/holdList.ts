@@ -4,10 +4,13 @@ import type { HoldState } from '../../../domain/hold/state.ts';
 import { presentHold } from '../../../compliance/holdLog.ts';
 import { isUlid } from '../../../ids.ts';
 import { rm } from '../../../readmodel/keys.ts';
+import { AppError } from '../../../errors.ts';
+import { describeIssues } from '../../app.ts';
 import { defineRoute } from '../../route.ts';
 import { callerRole } from './staff.ts';
 
-const Query = z
+/** The list's query, checked after authorization. */
+const ListQuery = z
   .object({
     active: z.enum(['true', 'false']).optional(),
     /** Only holds older than this hold id (paging). */
@@ -15,6 +18,8 @@ const Query = z
     limit: z.coerce.number().int().min(1).max(100).default(50),
   })
   .passthrough();
+/** What the router validates before the handler: bounded strings only. */
+const Query = z.record(z.string(), z.union([z.string().max(256), z.array(z.string().max(256)).max(4)]));
 
 export default defineRoute({
   method: 'GET',
@@ -23,7 +28,9 @@ export default defineRoute({
   query: Query,
   async handler(rc) {
     await callerRole(rc, 'admin');
-    const { active, before, limit } = rc.query;
+    const parsed = ListQuery.safeParse(rc.query);
+    if (!parsed.success) throw new AppError({ type: 'FailedValidation', error: describeIssues(parsed.error, 'query') });
+    const { active, before, limit } = parsed.data;
     const ids = await rc.deps.readModels.zrangeByLex(rm.holdIndex(active === 'true'), '-', before === undefined ? '+' : `(${before}`, limit, true);
     const holds = await rc.deps.readModels.hmgetJson<HoldState>(rm.holds(), ids);
     return holds.filter((h): h is HoldState => h !== null).map(presentHold);
