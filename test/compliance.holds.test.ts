@@ -16,7 +16,7 @@ import { HOLDS_STREAM } from '../src/domain/hold/events.ts';
 import { newId } from '../src/ids.ts';
 import type { PersonalDataStore } from '../src/personal/store.ts';
 import { client, signup, type Res, type TestUser } from './helpers/http.ts';
-import { createServer } from './helpers/servers.ts';
+import { createServer, dumpCurrent, dumpRebuild } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
 import { until } from './helpers/wait.ts';
 
@@ -233,5 +233,17 @@ t.test('legal holds', async (t) => {
     await until('the projector destroyed the key', async () => (await store.keys.destroyed(dave.userId)) || undefined);
     t.ok(readErasures(s.config.erasureLog).some((e) => e.subject === dave.userId), 'and recorded the erasure');
     t.ok(fs.existsSync(s.config.erasureLog));
+  });
+
+  t.test('a rebuild reproduces the holds and their audit entries, and destroys no held key', async (t) => {
+    const erin = await signup(s);
+    await place(admin, { name: 'E', reason: 'r', target: { type: 'user', id: erin.userId } });
+    const ticket = await erin.api.put('/auth/mfa/ticket', { password: erin.password });
+    t.equal((await erin.api.post('/auth/account/delete', undefined, { headers: { 'X-MFA-Ticket': ticket.body.token } })).status, 204);
+    const live = await dumpCurrent(s.redis, s.prefix);
+    const rebuilt = await dumpRebuild(t, s.redis, { store, redisUrl: s.config.redisUrl, prefix: s.prefix, partitions: 1 });
+    t.same(rebuilt, live, 'rebuild equals live');
+    t.ok(Object.keys(live).some((k) => k === 'holds'), 'the holds are in the read models');
+    t.equal(await store.keys.destroyed(erin.userId), false, 'the held key outlives the rebuild');
   });
 });
