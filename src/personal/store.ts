@@ -109,7 +109,11 @@ export class PersonalDataStore implements EventStore {
         const subject = subjectOf?.(w.stream, (e.data ?? {}) as Record<string, unknown>);
         if (!subject) continue;
         held ??= heldUsers(foldHolds(await this.inner.readStream(HOLDS_STREAM)));
-        if (held.has(subject)) continue;
+        if (held.has(subject)) {
+          // The account's deletion is recorded for restores (re-applied there with the key kept).
+          if (!RELEASING_EVENTS.has(e.type)) await this.keys.keep(subject);
+          continue;
+        }
         if (RELEASING_EVENTS.has(e.type) && !(await this.accountDeleted(subject))) continue;
         await this.keys.destroy(subject);
       }
