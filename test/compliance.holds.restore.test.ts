@@ -17,6 +17,9 @@ import type { PersonalDataStore } from '../src/personal/store.ts';
 import { deletePrefix, TEST_REDIS_URL, tempDir, uniquePrefix, waitServing } from './helpers/service.ts';
 import { client, signup, type TestUser } from './helpers/http.ts';
 import { until } from './helpers/wait.ts';
+import { testDatabase } from './helpers/postgres.ts';
+import { PostgresKeyStore } from '../src/personal/keyStorePostgres.ts';
+import type { KeyStore } from '../src/personal/keyStore.ts';
 
 const log = createLogger('silent');
 
@@ -77,4 +80,24 @@ t.test('a deletion under a hold survives a restore of an older backup with its k
   t.equal((await client(s, admin.token).post(`/admin/holds/${aliceHold}/lift`, {})).status, 200, "lifting alice's hold");
   t.equal(await email(alice.userId), undefined, 'now her fields are erased');
   t.ok(readErasures(config.erasureLog).some((e) => e.subject === alice.userId && !e.held), 'and the destruction recorded');
+});
+
+t.test('KeyStore.keep records a held deletion once, on both adapters, and keeps the key', async (t) => {
+  const dir = tempDir(t, 'holds-keep');
+  const adapters: Array<[string, (log: string) => Promise<KeyStore>]> = [
+    ['sqlite', async (log) => new SqliteKeyStore(path.join(dir, 'keys.sqlite'), log)],
+    ['postgres', async (log) => PostgresKeyStore.open(await testDatabase(t, 'holdskeep'), { erasureLog: log })],
+  ];
+  for (const [name, open] of adapters) {
+    const log = path.join(dir, `${name}-erasures.jsonl`);
+    const keys = await open(log);
+    t.teardown(() => keys.close());
+    const key = await keys.keyFor('held-subject');
+    await keys.keep('held-subject');
+    await keys.keep('held-subject');
+    t.same(readErasures(log).map((e) => [e.subject, e.held]), [['held-subject', true]], `${name}: one held line`);
+    t.same(await keys.lookup('held-subject'), key, `${name}: the key stays`);
+    await keys.destroy('held-subject');
+    t.same(readErasures(log).map((e) => [e.subject, e.held ?? false]), [['held-subject', true], ['held-subject', false]], `${name}: a destruction is its own line`);
+  }
 });
