@@ -19,6 +19,7 @@ import { client, signup, type Res, type TestUser } from './helpers/http.ts';
 import { createServer, dumpCurrent, dumpRebuild } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
 import { until } from './helpers/wait.ts';
+import { runCli } from './helpers/cli.ts';
 
 t.test('holdCovers: a message is held by its server, its channel or its author', async (t) => {
   const none = { servers: new Set<string>(), channels: new Set<string>(), users: new Set<string>() };
@@ -172,11 +173,27 @@ t.test('legal holds', async (t) => {
     t.equal(await s.store.headPosition(), head, 'refusals append nothing');
   });
 
+  t.test('the command line as its own process: npm run accounts -- hold add prints the id', async (t) => {
+    const env = { DATA_DIR: s.dataDir, REDIS_URL: s.config.redisUrl, REDIS_PREFIX: s.prefix, LOG_LEVEL: 'silent' };
+    const opts = { script: 'src/cli/accounts.ts' };
+    const added = await runCli(env, ['hold', 'add', '--server', server.id, '--name', 'Process matter', '--reason', 'from a shell'], opts);
+    t.equal(added.code, 0, added.err);
+    const id = added.out.trim();
+    t.match(id, /^[0-9A-HJKMNP-TV-Z]{26}$/, 'stdout is the id alone');
+    await until('projected by the running service', () => s.readModels.hgetJson<{ name: string }>('holds', id));
+    const listed = await runCli(env, ['hold', 'list', '--active'], opts);
+    t.ok(listed.out.split('\n').some((l) => l.startsWith(`${id}\tactive\tserver:${server.id}\t`)), 'hold list shows it');
+    const lifted = await runCli(env, ['hold', 'lift', id], opts);
+    t.same([lifted.code, lifted.out.trim()], [0, `lifted ${id}`]);
+    const usage = await runCli(env, ['hold', 'add', '--server', server.id], opts);
+    t.equal(usage.code, 2, 'no name or reason: usage, exit 2');
+  });
+
   t.test("a held account's personal data outlives its deletion until the last hold on it is lifted", async (t) => {
     const email = (await store.readStream(`account-${alice.userId}`)).find((e) => e.type === 'AccountCreated')!.data as { email?: string };
     t.ok(email.email, 'the email opens before anything happens');
     const opens = async (userId: string) => Boolean(((await store.readStream(`account-${userId}`)).find((e) => e.type === 'AccountCreated')!.data as { email?: string }).email);
-    const erased = (userId: string) => readErasures(s.config.erasureLog).some((e) => e.subject === userId);
+    const erased = (userId: string) => readErasures(s.config.erasureLog).some((e) => e.subject === userId && !e.held);
     const deleteAccount = async (u: TestUser) => {
       const ticket = await u.api.put('/auth/mfa/ticket', { password: u.password });
       t.equal((await u.api.post('/auth/account/delete', undefined, { headers: { 'X-MFA-Ticket': ticket.body.token } })).status, 204, 'deleted');
@@ -191,6 +208,7 @@ t.test('legal holds', async (t) => {
     t.equal(await store.keys.destroyed(alice.userId), false, 'the key stands');
     t.equal(await opens(alice.userId), true, 'her personal fields still open from the log');
     t.notOk(erased(alice.userId), 'no erasure recorded');
+    t.ok(readErasures(s.config.erasureLog).some((e) => e.subject === alice.userId && e.held), 'the deletion is recorded as held (for restores)');
 
     // The projector repeats every erasing event it sees, replays too: a replay from the start keeps the key.
     const head = (await store.headPosition())!;
@@ -231,7 +249,7 @@ t.test('legal holds', async (t) => {
     const meta = { actor: admin.userId, requestId: `crash-${id}`, at: new Date().toISOString(), scope: 'instance' };
     await store.inner.append(HOLDS_STREAM, [toNewEvent({ type: 'HoldLifted', data: { id, target: { type: 'user', id: dave.userId }, reason: null } }, meta)], events[events.length - 1]!.revision);
     await until('the projector destroyed the key', async () => (await store.keys.destroyed(dave.userId)) || undefined);
-    t.ok(readErasures(s.config.erasureLog).some((e) => e.subject === dave.userId), 'and recorded the erasure');
+    t.ok(readErasures(s.config.erasureLog).some((e) => e.subject === dave.userId && !e.held), 'and recorded the erasure');
     t.ok(fs.existsSync(s.config.erasureLog));
   });
 
