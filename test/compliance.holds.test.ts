@@ -173,6 +173,22 @@ t.test('legal holds', async (t) => {
     t.equal(await s.store.headPosition(), head, 'refusals append nothing');
   });
 
+  t.test('concurrent placements from the API and the command line all land, revision-checked', async (t) => {
+    const before = await s.store.streamRevision(HOLDS_STREAM);
+    const printed: string[] = [];
+    const io = { store, print: (l: string) => printed.push(l), error: () => {} };
+    const results = await Promise.all([
+      ...Array.from({ length: 4 }, (_, i) => place(admin, { name: `race ${i}`, reason: 'r', target: { type: 'server', id: server.id } }).then((r) => r.status)),
+      ...Array.from({ length: 3 }, (_, i) => runHold(['add', '--server', server.id, '--name', `cli race ${i}`, '--reason', 'r'], io)),
+    ]);
+    t.same(results, [200, 200, 200, 200, 0, 0, 0], 'every placement succeeded');
+    const events = (await s.store.readStream(HOLDS_STREAM)).slice(before + 1);
+    t.equal(events.length, 7, 'seven events, one per placement');
+    t.same(events.map((e) => e.revision), Array.from({ length: 7 }, (_, i) => before + 1 + i), 'at consecutive revisions');
+    t.equal(new Set(events.map((e) => (e.data as { id: string }).id)).size, 7, 'seven distinct holds');
+    for (const id of [...events.map((e) => (e.data as { id: string }).id)]) t.equal((await lift(admin, id)).status, 200);
+  });
+
   t.test('the command line as its own process: npm run accounts -- hold add prints the id', async (t) => {
     const env = { DATA_DIR: s.dataDir, REDIS_URL: s.config.redisUrl, REDIS_PREFIX: s.prefix, LOG_LEVEL: 'silent' };
     const opts = { script: 'src/cli/accounts.ts' };
