@@ -7,12 +7,37 @@
  */
 import type { EventStore, ExpectedRevision } from '../eventstore/port.ts';
 import { HOLDS_STREAM, type HoldTarget } from '../domain/hold/events.ts';
-import { foldHolds, type HoldState } from '../domain/hold/state.ts';
+import { foldHolds, heldUsers, type HoldState } from '../domain/hold/state.ts';
 
-/** The holds folded from the log, and the revision a command decided on them appends against. */
+/** Per store: the holds folded so far and the revision they reach (events of a stream never change once appended). */
+const folded = new WeakMap<EventStore, { revision: number; holds: Map<string, HoldState> }>();
+
+/** The cache of `store` brought up to the log: only the events appended since the last call are read. */
+async function foldedNow(store: EventStore): Promise<{ revision: number; holds: Map<string, HoldState> }> {
+  const cached = folded.get(store) ?? { revision: -1, holds: new Map<string, HoldState>() };
+  const events = await store.readStream(HOLDS_STREAM, cached.revision < 0 ? {} : { fromRevision: cached.revision + 1 });
+  // Another call may have folded further meanwhile: fold only what is past the cache as it is now.
+  const now = folded.get(store) ?? cached;
+  const fresh = events.filter((e) => e.revision > now.revision);
+  const next = fresh.length === 0 ? now : { revision: fresh[fresh.length - 1]!.revision, holds: foldHolds(fresh, now.holds) };
+  folded.set(store, next);
+  return next;
+}
+
+/**
+ * The holds folded from the log, and the revision a command decided on them appends against. Each call reads
+ * only the events appended since the previous call on the same store (one read of an empty tail when nothing
+ * changed) and answers a copy, so a caller may keep it while others fold further.
+ */
 export async function loadHolds(store: EventStore): Promise<{ holds: Map<string, HoldState>; expected: ExpectedRevision }> {
-  const events = await store.readStream(HOLDS_STREAM);
-  return { holds: foldHolds(events), expected: events.length === 0 ? 'no_stream' : events[events.length - 1]!.revision };
+  const next = await foldedNow(store);
+  const holds = new Map([...next.holds].map(([id, h]) => [id, { ...h }]));
+  return { holds, expected: next.revision < 0 ? 'no_stream' : next.revision };
+}
+
+/** The users a standing hold covers, as the log says now (the personal-data boundary's question). */
+export async function heldUsersNow(store: EventStore): Promise<Set<string>> {
+  return heldUsers((await foldedNow(store)).holds);
 }
 
 /** The stream a target's existence is read from first: `server-<id>`, `channel-<id>` (DMs, groups, edited server channels) or `account-<id>`. */

@@ -19,8 +19,7 @@ import type {
   Subscription,
 } from '../eventstore/port.ts';
 import { isSealed, open, seal } from './cipher.ts';
-import { HOLDS_STREAM } from '../domain/hold/events.ts';
-import { foldHolds, heldUsers } from '../domain/hold/state.ts';
+import { heldUsersNow } from '../compliance/holdLog.ts';
 import { ERASING_EVENTS, PERSONAL_FIELDS, RELEASING_EVENTS } from './fields.ts';
 import type { KeyStore } from './keyStore.ts';
 
@@ -108,7 +107,7 @@ export class PersonalDataStore implements EventStore {
         const subjectOf = ERASING_EVENTS.get(e.type);
         const subject = subjectOf?.(w.stream, (e.data ?? {}) as Record<string, unknown>);
         if (!subject) continue;
-        held ??= heldUsers(foldHolds(await this.inner.readStream(HOLDS_STREAM)));
+        held ??= await heldUsersNow(this.inner);
         if (held.has(subject)) {
           // The account's deletion is recorded for restores (re-applied there with the key kept).
           if (!RELEASING_EVENTS.has(e.type)) await this.keys.keep(subject);

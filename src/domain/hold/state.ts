@@ -15,9 +15,11 @@ export interface HoldState {
   lift_reason: string | null;
 }
 
-/** Folds the holds from the events of the `holds` stream, oldest first (unknown event types are ignored). */
-export function foldHolds(events: ReadonlyArray<{ type: string; data: unknown; metadata: { actor: string | null; at: string } }>): Map<string, HoldState> {
-  const holds = new Map<string, HoldState>();
+/** Folds the holds from the events of the `holds` stream, oldest first, onto `holds` (unknown event types are ignored). */
+export function foldHolds(
+  events: ReadonlyArray<{ type: string; data: unknown; metadata: { actor: string | null; at: string } }>,
+  holds: Map<string, HoldState> = new Map(),
+): Map<string, HoldState> {
   for (const e of events) {
     if (e.type === 'HoldPlaced') {
       const d = e.data as { id: string; name: string; reason: string; target: HoldTarget };
