@@ -11,6 +11,7 @@ import { filesProjection } from './files.ts';
 import { fileUsesProjection } from './fileUses.ts';
 import { messagesProjection } from './messages.ts';
 import { moderationProjection } from './moderation.ts';
+import { holdsProjection } from './holds.ts';
 import { voiceProjection } from './voice.ts';
 import { serversProjection } from './servers.ts';
 import { unreadsProjection } from './unreads.ts';
@@ -37,6 +38,7 @@ export const PROJECTIONS: readonly Projection[] = [
   relationshipsProjection,
   privateChannelsProjection,
   moderationProjection,
+  holdsProjection,
   voiceProjection,
   botsProjection,
 ];

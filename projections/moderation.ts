@@ -29,7 +29,8 @@ export function presentReport(r: ReportState): Omit<ReportState, 'revision'> {
   return rest;
 }
 
-function audit(tx: ProjectionTx, e: StoredEvent, entry: Omit<InstanceAuditEntry, 'id' | 'actor' | 'at'>): void {
+/** Writes one entry of the instance audit log for `e` (unique keys only, so either partition may write it). */
+export function audit(tx: ProjectionTx, e: StoredEvent, entry: Omit<InstanceAuditEntry, 'id' | 'actor' | 'at'>): void {
   const full: InstanceAuditEntry = { id: e.id, actor: e.metadata.actor, at: e.metadata.at, ...entry };
   const member = `${e.metadata.at}|${e.id}`;
   tx.hsetJson(rm.instanceAudit(), member, full);

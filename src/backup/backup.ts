@@ -235,9 +235,17 @@ export async function restoreBackup(config: Config, from: string, log?: Logger):
     // Followers that act outside the service (push, previews) resume after this head, never repeating a delivery.
     await recordRewind(raw, { head: (head ?? 0n).toString(), by: 'restore' }, await raw.streamRevision(REWIND_STREAM));
     const store = new PersonalDataStore(raw, keys);
+    const destroyed = new Set(erasures.filter((e) => !e.held).map((e) => e.subject));
     for (const e of erasures) {
+      if (e.held) {
+        // Deleted under a legal hold: the deletion again, appended past the boundary so the key stays (the hold
+        // is in the restored log if it was placed before the backup; one placed after it is not, and the
+        // projector's repeat of the deletion then destroys the key: re-place such holds before starting).
+        if (!destroyed.has(e.subject) && !reapplied.includes(e.subject) && (await reapplyDeletion(store, e.subject, raw))) reapplied.push(e.subject);
+        continue;
+      }
       await keys.destroy(e.subject);
-      if (await reapplyDeletion(store, e.subject)) reapplied.push(e.subject);
+      if (!reapplied.includes(e.subject) && (await reapplyDeletion(store, e.subject))) reapplied.push(e.subject);
     }
   } finally {
     await keys.close();
@@ -248,11 +256,12 @@ export async function restoreBackup(config: Config, from: string, log?: Logger):
 }
 
 /**
- * Appends an account's deletion again when the restored log lacks it (its key is already destroyed). Its bots are
+ * Appends an account's deletion again when the restored log lacks it (its key is already destroyed, or kept by a
+ * legal hold: then `appendTo` is the raw store, past the personal-data boundary's erasure). Its bots are
  * not deleted again here (no read models to find them while restoring); their tokens are refused all the same,
  * since a bot whose owner is deleted never authenticates (`resolveBotToken`).
  */
-async function reapplyDeletion(store: EventStore, userId: string): Promise<boolean> {
+async function reapplyDeletion(store: EventStore, userId: string, appendTo: EventStore = store): Promise<boolean> {
   const stream = `account-${userId}`;
   let state: AccountState | null = null;
   let revision = -1;
@@ -271,6 +280,6 @@ async function reapplyDeletion(store: EventStore, userId: string): Promise<boole
       metadata: { actor: null, requestId: `restore-${userId}`.slice(0, 64), at: new Date().toISOString(), scope: w.scope },
     })),
   }));
-  await store.appendMany(writes);
+  await appendTo.appendMany(writes);
   return true;
 }

@@ -1,5 +1,6 @@
 /**
- * The erasure record: an append-only file of the data subjects whose keys were destroyed (accounts deleted), kept
+ * The erasure record: an append-only file of the data subjects whose keys were destroyed (accounts deleted) — and
+ * of accounts deleted while a legal hold kept their keys (`held`) — kept
  * outside the key store — `DATA_DIR/erasures.jsonl` by default, `ERASURE_LOG` to keep it elsewhere (beside the
  * backups). A restore brings back the key store as it was at the backup; this record says which keys were
  * destroyed since, and the restore destroys them again (and re-appends the deletions the restored log lacks), so
@@ -12,8 +13,13 @@ import path from 'node:path';
 export interface Erasure {
   /** The data subject (an account id). */
   subject: string;
-  /** ISO-8601 time its key was destroyed. */
+  /** ISO-8601 time its key was destroyed (or, with `held`, the account deleted). */
   at: string;
+  /**
+   * The account was deleted while a legal hold kept its key: a restore re-applies the deletion and keeps the
+   * key (unless the record also holds a destruction of that subject, which wins).
+   */
+  held?: true;
 }
 
 /** Appends one erasure (fsynced: it must outlive the key it records). */
@@ -36,7 +42,7 @@ export function readErasures(file: string): Erasure[] {
     if (!line.trim()) continue;
     try {
       const e = JSON.parse(line) as Erasure;
-      if (typeof e.subject === 'string' && typeof e.at === 'string') out.push(e);
+      if (typeof e.subject === 'string' && typeof e.at === 'string') out.push(e.held === true ? { subject: e.subject, at: e.at, held: true } : { subject: e.subject, at: e.at });
     } catch {
       /* torn line */
     }
@@ -44,13 +50,21 @@ export function readErasures(file: string): Erasure[] {
   return out;
 }
 
-/** Appends to `file` the erasures of `others` it does not hold yet (by subject); returns the union. */
+/** Records a held account's deletion (its key kept), once per subject. */
+export function recordHeldDeletion(file: string, subject: string): void {
+  if (readErasures(file).some((e) => e.subject === subject && e.held)) return;
+  recordErasure(file, { subject, at: new Date().toISOString(), held: true });
+}
+
+const lineKey = (e: Erasure) => `${e.subject}${e.held ? '|held' : ''}`;
+
+/** Appends to `file` the erasures of `others` it does not hold yet (by subject and kind); returns the union. */
 export function mergeErasures(file: string, others: readonly Erasure[]): Erasure[] {
   const have = readErasures(file);
-  const seen = new Set(have.map((e) => e.subject));
+  const seen = new Set(have.map(lineKey));
   for (const e of others) {
-    if (seen.has(e.subject)) continue;
-    seen.add(e.subject);
+    if (seen.has(lineKey(e))) continue;
+    seen.add(lineKey(e));
     recordErasure(file, e);
     have.push(e);
   }

@@ -35,9 +35,22 @@ export const PERSONAL_FIELDS: ReadonlyMap<string, PersonalFieldSpec> = new Map(
   } satisfies Partial<Record<EventType, PersonalFieldSpec>>),
 );
 
-/** Events whose append destroys the subject's key (after the append succeeded; the projector repeats it). */
-export const ERASING_EVENTS: ReadonlyMap<string, (stream: string) => string | null> = new Map(
+/**
+ * Events whose append destroys a subject's key (after the append succeeded; the projector repeats it), given the
+ * event's stream and data. A standing legal hold on the subject (the `holds` stream, src/domain/hold/) keeps the
+ * key: the account is deleted, its personal data is not erased. Lifting the last hold on a deleted account
+ * (`HoldLifted` of a user hold) destroys the key then. `PersonalDataStore` decides from the log, never from
+ * a read model, so a replay or a rebuild decides as the standing holds say now.
+ */
+export const ERASING_EVENTS: ReadonlyMap<string, (stream: string, data: Record<string, unknown>) => string | null> = new Map(
   Object.entries({
     AccountDeleted: accountSubject,
-  } satisfies Partial<Record<EventType, (stream: string) => string | null>>),
+    HoldLifted: (_stream: string, data: Record<string, unknown>) => {
+      const target = data.target as { type?: unknown; id?: unknown } | undefined;
+      return target?.type === 'user' && typeof target.id === 'string' ? target.id : null;
+    },
+  } satisfies Partial<Record<EventType, (stream: string, data: Record<string, unknown>) => string | null>>),
 );
+
+/** Erasing events that release a key only when the subject's account is deleted (a lift, not a deletion). */
+export const RELEASING_EVENTS: ReadonlySet<string> = new Set(['HoldLifted']);

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { recordErasure } from '../backup/erasures.ts';
+import { recordErasure, recordHeldDeletion } from '../backup/erasures.ts';
 import { ConfigError, type Config } from '../config.ts';
 
 /** Where per-subject keys live. */
@@ -26,6 +26,8 @@ export interface KeyStore {
   destroy(subject: string): Promise<void>;
   /** True once the subject's key was destroyed. */
   destroyed(subject: string): Promise<boolean>;
+  /** Records (in the erasure record, for restores) that the subject's account was deleted while a legal hold kept its key; idempotent. */
+  keep(subject: string): Promise<void>;
   /** A named service secret of `bytes` random bytes, created once and kept. */
   serviceSecret(name: string, bytes: number): Promise<Buffer>;
   close(): Promise<void>;
@@ -93,6 +95,10 @@ export class SqliteKeyStore implements KeyStore {
 
   async destroyed(subject: string): Promise<boolean> {
     return Boolean(this.row(subject)?.destroyed_at);
+  }
+
+  async keep(subject: string): Promise<void> {
+    if (this.erasureLog) recordHeldDeletion(this.erasureLog, subject);
   }
 
   async serviceSecret(name: string, bytes: number): Promise<Buffer> {

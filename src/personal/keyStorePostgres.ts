@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { recordErasure } from '../backup/erasures.ts';
+import { recordErasure, recordHeldDeletion } from '../backup/erasures.ts';
 import { parsePostgresUrl } from '../eventstore/postgres.ts';
 import type { KeyStore } from './keyStore.ts';
 
@@ -95,6 +95,10 @@ export class PostgresKeyStore implements KeyStore {
     );
     // The update left the old row version (with the key) in its page: VACUUM prunes it (outside any transaction).
     await this.#pool.query(`VACUUM ${this.#schema}.subject_keys`);
+  }
+
+  async keep(subject: string): Promise<void> {
+    if (this.#erasureLog) recordHeldDeletion(this.#erasureLog, subject);
   }
 
   async destroyed(subject: string): Promise<boolean> {

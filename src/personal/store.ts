@@ -19,7 +19,8 @@ import type {
   Subscription,
 } from '../eventstore/port.ts';
 import { isSealed, open, seal } from './cipher.ts';
-import { ERASING_EVENTS, PERSONAL_FIELDS } from './fields.ts';
+import { heldUsersNow } from '../compliance/holdLog.ts';
+import { ERASING_EVENTS, PERSONAL_FIELDS, RELEASING_EVENTS } from './fields.ts';
 import type { KeyStore } from './keyStore.ts';
 
 /** Keys looked up during one read (a batch), so a subject's key is fetched once per batch. */
@@ -91,14 +92,36 @@ export class PersonalDataStore implements EventStore {
     return Promise.all(events.map((e) => sealEvent(this.keys, stream, e)));
   }
 
-  private async erase(writes: Array<{ stream: string; events: Array<{ type: string }> }>): Promise<void> {
+  /**
+   * Destroys the keys the erasing events among `writes` call for: an account's deletion, unless a standing hold
+   * covers the account; a hold's lift, when no other hold stands on the account and the account is deleted. The
+   * standing holds are folded from the log as it is now (never a read model, which a rebuild empties), so
+   * repeating this — the projector does, on every erasing event it sees, replays and rebuilds included — is
+   * idempotent and decides the same: a crash between a lift's append and the destruction is closed by the
+   * projector's repeat. A hold placed after a deletion's key was destroyed protects nothing of it.
+   */
+  private async erase(writes: Array<{ stream: string; events: Array<{ type: string; data?: unknown }> }>): Promise<void> {
+    let held: Set<string> | undefined;
     for (const w of writes) {
       for (const e of w.events) {
         const subjectOf = ERASING_EVENTS.get(e.type);
-        const subject = subjectOf?.(w.stream);
-        if (subject) await this.keys.destroy(subject);
+        const subject = subjectOf?.(w.stream, (e.data ?? {}) as Record<string, unknown>);
+        if (!subject) continue;
+        held ??= await heldUsersNow(this.inner);
+        if (held.has(subject)) {
+          // The account's deletion is recorded for restores (re-applied there with the key kept).
+          if (!RELEASING_EVENTS.has(e.type)) await this.keys.keep(subject);
+          continue;
+        }
+        if (RELEASING_EVENTS.has(e.type) && !(await this.accountDeleted(subject))) continue;
+        await this.keys.destroy(subject);
       }
     }
+  }
+
+  /** Whether the log holds the account's deletion (event types only: nothing is opened). */
+  private async accountDeleted(userId: string): Promise<boolean> {
+    return (await this.inner.readStream(`account-${userId}`)).some((e) => e.type === 'AccountDeleted');
   }
 
   async append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {

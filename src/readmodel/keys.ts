@@ -225,6 +225,10 @@ export const rm = {
   sanction: (userId: string) => `sanction:${userId}`,
   /** Hash entry key → InstanceAuditEntry JSON (projection `moderation`; written by several partitions, unique keys). */
   instanceAudit: () => 'instance:audit',
+  /** Hash hold id → HoldState JSON of every legal hold, standing or lifted (projection `holds`). */
+  holds: () => 'holds',
+  /** Sorted set (scores 0, so ordered by id = by time) of hold ids: all of them, or only the standing ones (projection `holds`). */
+  holdIndex: (standing = false) => (standing ? 'holds:standing' : 'holds:index'),
   /** Sorted set (scores 0, members `<ISO time>|<event id>`) of the instance audit log (projection `moderation`). */
   instanceAuditIndex: () => 'instance:audit:index',
 

@@ -31,6 +31,7 @@ import { createServer, join } from '../helpers/servers.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { runAdmin } from '../../src/cli/accountsAdmin.ts';
 import { until } from '../helpers/wait.ts';
+import { totp } from '../helpers/totp.ts';
 
 const LIVEKIT = {
   VOICE_ENABLED: 'true',
@@ -936,6 +937,111 @@ t.test('account routes: session and MFA ticket', async (t) => {
   t.equal((await call(me.api, 'PATCH', '/auth/mfa/recovery', { 'X-MFA-Ticket': mine })).status, 200);
   const again = await call(me.api, 'PATCH', '/auth/mfa/recovery', { 'X-MFA-Ticket': mine });
   t.same([again.status, again.body.type], [401, 'InvalidToken'], 'a ticket is used once');
+});
+
+/**
+ * The account export (issue 39 part 4): `GET /auth/account/export` answers the signed-in user only — no
+ * session, a bad session token and a bot token are 401 NotAuthenticated/InvalidSession before a byte is
+ * sent — and with TOTP on only with a fresh validated MFA ticket of the caller's own account, once: none,
+ * another account's, a malformed one, a used one and a stale one are 401 InvalidToken and append nothing.
+ */
+t.test('GET /auth/account/export: session, bot and MFA ticket', async (t) => {
+  let offset = 0;
+  const s = await startTestService(t, { RATE_LIMITS: 'off', ACCOUNT_EXPORTS_PER_DAY: '50' }, { now: () => Date.now() + offset });
+  const [me, other] = await Promise.all([signup(s), signup(s)]);
+  const bot = (await me.api.post('/bots/create', { name: `authzexport${process.pid % 1000}` })).body as { _id: string; token: string };
+  const get = (headers: Record<string, string>) => request(s.apiUrl, 'GET', '/auth/account/export', { headers, skipOpenApi: true });
+  const ok = await get({ 'X-Session-Token': me.token });
+  t.same([ok.status, ok.headers.get('content-type')], [200, 'application/zip'], 'the signed-in user: 200, a ZIP');
+  const refusals: Array<[string, Record<string, string>, number, string]> = [
+    ['a stranger (no session)', {}, 401, 'NotAuthenticated'],
+    ['an unknown session token', { 'X-Session-Token': 'x'.repeat(64) }, 401, 'InvalidSession'],
+    ['a bot token', { 'X-Bot-Token': bot.token }, 401, 'NotAuthenticated'],
+  ];
+  for (const [who, headers, status, type] of refusals) {
+    const head = await s.store.headPosition();
+    const r = await get(headers);
+    t.same([r.status, r.body?.type], [status, type], `${who}: ${status} ${type}`);
+    t.equal(await s.store.headPosition(), head, `${who}: nothing appended`);
+  }
+
+  // TOTP on: the export needs a validated ticket of the caller's own account, fresh and unused.
+  const setup = (await me.api.put('/auth/mfa/ticket', { password: me.password })).body.token as string;
+  const secret = (await me.api.post('/auth/mfa/totp', undefined, { headers: { 'X-MFA-Ticket': setup } })).body.secret as string;
+  t.equal((await me.api.put('/auth/mfa/totp', { totp_code: totp(secret, Date.now() + offset) })).status, 204, 'TOTP on');
+  const otherTicket = (await other.api.put('/auth/mfa/ticket', { password: other.password })).body.token as string;
+  offset += 30_000;
+  const used = (await me.api.put('/auth/mfa/ticket', { totp_code: totp(secret, Date.now() + offset) })).body.token as string;
+  t.equal((await get({ 'X-Session-Token': me.token, 'X-MFA-Ticket': used })).status, 200, 'a fresh validated ticket: 200');
+  offset += 30_000;
+  const stale = (await me.api.put('/auth/mfa/ticket', { totp_code: totp(secret, Date.now() + offset) })).body.token as string;
+  offset += 20 * 60_000;
+  const tickets: Array<[string, Record<string, string>]> = [
+    ['no ticket', {}],
+    ["another account's ticket", { 'X-MFA-Ticket': otherTicket }],
+    ['a malformed ticket', { 'X-MFA-Ticket': `${me.userId}.${'x'.repeat(43)}` }],
+    ['a used ticket', { 'X-MFA-Ticket': used }],
+    ['a stale ticket (20 minutes old)', { 'X-MFA-Ticket': stale }],
+  ];
+  for (const [what, h] of tickets) {
+    const head = await s.store.headPosition();
+    const r = await get({ 'X-Session-Token': me.token, ...h });
+    t.same([r.status, r.body?.type], [401, 'InvalidToken'], `${what}: 401 InvalidToken`);
+    t.equal(await s.store.headPosition(), head, `${what}: nothing appended`);
+  }
+});
+
+/**
+ * Legal holds (issue 39 part 2): every /admin/holds route is for instance admins only — no session 401, a
+ * user, a bot and a moderator 403 NotPrivileged, changing nothing — and an admin gets its 2xx.
+ */
+t.test('/admin/holds: instance admins only', async (t) => {
+  const s = await startTestService(t, { RATE_LIMITS: 'off' });
+  const [admin, mod, plain] = await Promise.all([signup(s), signup(s), signup(s)]);
+  for (const [u, role] of [[admin, 'admin'], [mod, 'moderator']] as const) {
+    await runAdmin(['grant', u.userId, '--role', role], { store: s.store, print: () => {} });
+    await until(`${role} granted`, async () => (await s.readModels.hgetJson('instance:staff', u.userId)) === role);
+  }
+  const bot = (await plain.api.post('/bots/create', { name: `authzholds${process.pid % 1000}` })).body as { token: string };
+  const holdBody = () => ({ name: 'matter', reason: 'r', target: { type: 'user', id: plain.userId } });
+  const standing = (await admin.api.post('/admin/holds', holdBody())).body._id as string;
+  t.ok(standing, 'an admin places a hold');
+  const rows: Array<[string, string, (id: string) => unknown, number]> = [
+    ['POST', '/admin/holds', () => holdBody(), 200],
+    ['GET', '/admin/holds', () => undefined, 200],
+    ['POST', '/admin/holds/:hold_id/lift', () => ({ reason: 'r' }), 200],
+  ];
+  t.same(
+    API_ROUTES.filter((r) => r.path.startsWith('/admin/holds')).map(keyOf).sort(),
+    rows.map(([m, p]) => `${m} ${p}`).sort(),
+    'every /admin/holds route has a row',
+  );
+  const callers: Array<[string, Record<string, string>, number, string]> = [
+    ['anonymous', {}, 401, 'NotAuthenticated'],
+    ['a user', { 'X-Session-Token': plain.token }, 403, 'NotPrivileged'],
+    ['a bot', { 'X-Bot-Token': bot.token }, 403, 'NotPrivileged'],
+    ['a moderator', { 'X-Session-Token': mod.token }, 403, 'NotPrivileged'],
+  ];
+  for (const [m, p, body, okStatus] of rows) {
+    const path = p.replace(':hold_id', standing);
+    for (const [who, headers, status, type] of callers) {
+      const head = await s.store.headPosition();
+      const b = body(standing);
+      const r = await request(s.apiUrl, m, path, { headers, ...(b === undefined ? {} : { body: b }), skipOpenApi: true });
+      t.same([r.status, r.body?.type], [status, type], `${m} ${p} as ${who}: ${status}`);
+      t.equal(await s.store.headPosition(), head, `${m} ${p} as ${who}: nothing appended`);
+    }
+    const b = body(standing);
+    const r = await request(s.apiUrl, m, path, { headers: { 'X-Session-Token': admin.token }, ...(b === undefined ? {} : { body: b }), skipOpenApi: true });
+    t.equal(r.status, okStatus, `${m} ${p} as an admin: ${okStatus}`);
+  }
+  // Authorization comes before validation: a non-admin learns nothing from a 400.
+  for (const [m, path, body] of [['POST', '/admin/holds', { name: 7 }], ['GET', '/admin/holds?limit=0', undefined], ['POST', `/admin/holds/${standing}/lift`, { reason: 7 }]] as const) {
+    const r = await request(s.apiUrl, m, path, { headers: { 'X-Session-Token': mod.token }, ...(body === undefined ? {} : { body }), skipOpenApi: true });
+    t.same([r.status, r.body?.type], [403, 'NotPrivileged'], `${m} ${path} with a bad input as a moderator: 403`);
+    const a = await request(s.apiUrl, m, path, { headers: { 'X-Session-Token': admin.token }, ...(body === undefined ? {} : { body }), skipOpenApi: true });
+    t.same([a.status, a.body?.type], [400, 'FailedValidation'], `${m} ${path} with a bad input as an admin: 400`);
+  }
 });
 
 /**

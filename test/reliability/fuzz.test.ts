@@ -17,6 +17,7 @@ import { startTestService } from '../helpers/service.ts';
 import { request, signup } from '../helpers/http.ts';
 import { runAdmin } from '../../src/cli/accountsAdmin.ts';
 import { until } from '../helpers/wait.ts';
+import { totp } from '../helpers/totp.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
 
@@ -80,7 +81,7 @@ function bodyFor(route: AnyRoute): fc.Arbitrary<unknown> {
 }
 
 const queryArb = fc.dictionary(
-  fc.constantFrom('limit', 'before', 'after', 'nearby', 'sort', 'include_users', 'include_channels', 'remove_all', 'user_id', 'revoke_self', 'leave_silently', 'user', 'action', 'x', 'status'),
+  fc.constantFrom('limit', 'before', 'after', 'nearby', 'sort', 'include_users', 'include_channels', 'remove_all', 'user_id', 'revoke_self', 'leave_silently', 'user', 'action', 'x', 'status', 'active'),
   fc.oneof(unicodeEdge, fc.constantFrom('0', '101', '-1', 'true', 'false', 'Relevance', '1e3', '01ARZ3NDEKTSV4RRFFQ69G5FAV')),
   { maxKeys: 3 },
 );
@@ -117,6 +118,8 @@ t.test('fuzzing every route', async (t) => {
   await until('admin granted', async () => (await s.readModels.hgetJson('instance:staff', owner.userId)) === 'admin');
   await member.api.post('/safety/report', { content: { type: 'Message', id: message.body._id, report_reason: 'SpamAbuse' } });
   const reportId = (await owner.api.get('/admin/reports')).body[0]._id as string;
+  // A legal hold (issue 39), so its lift route is fuzzed on a real hold.
+  const holdId = (await owner.api.post('/admin/holds', { name: 'fuzz', reason: 'fuzz', target: { type: 'server', id: serverId } })).body._id as string;
   // A bot and a webhook of the owner's (issue 22): their ids, and the webhook's token and a wrong one.
   const bot = (await owner.api.post('/bots/create', { name: 'fuzzbot' })).body._id as string;
   const hook = (await owner.api.post(`/channels/${channelId}/webhooks`, { name: 'fuzz' })).body as { id: string; token: string };
@@ -136,6 +139,7 @@ t.test('fuzzing every route', async (t) => {
     // Emoji ids are ULIDs (as Stoat's emoji uploads); other file ids are 42-character nanoids.
     emoji_id: ['01ARZ3NDEKTSV4RRFFQ69G5FAV', 'V1StGXR8_Z5jdHi6B-myTV1StGXR8_Z5jdHi6B-myT'],
     report_id: [reportId],
+    hold_id: [holdId],
   };
   const paramValue = (name: string) =>
     fc.oneof(
@@ -271,6 +275,40 @@ t.test('fuzzing the X-MFA-Ticket header of ticket-guarded routes', async (t) => 
     ).catch(() => {});
   }
   t.same(failures.slice(0, 10), [], 'a forged or malformed ticket is always 401 InvalidToken and changes nothing');
+});
+
+/**
+ * The account export with TOTP on (issue 39 part 4): any fuzzed X-MFA-Ticket — forged, malformed, huge, not
+ * Latin-1 — is 401 InvalidToken before a byte of the ZIP is sent, appends nothing and spends none of the
+ * account's daily export budget (a real ticket still gets its export afterwards).
+ */
+t.test('fuzzing the X-MFA-Ticket header of GET /auth/account/export', async (t) => {
+  let offset = 0;
+  const s = await startTestService(t, { RATE_LIMITS: 'off' }, { now: () => Date.now() + offset });
+  const u = await signup(s);
+  const setup = (await u.api.put('/auth/mfa/ticket', { password: u.password })).body.token as string;
+  const secret = (await u.api.post('/auth/mfa/totp', undefined, { headers: { 'X-MFA-Ticket': setup } })).body.secret as string;
+  t.equal((await u.api.put('/auth/mfa/totp', { totp_code: totp(secret, Date.now() + offset) })).status, 204, 'TOTP on');
+  const ticketArb = fc.oneof(unicodeEdge, hugeString.map((x) => x.slice(0, 8000)), fc.constant(`${u.userId}.${'A'.repeat(43)}`), fc.string({ unit: 'binary-ascii', maxLength: 200 }));
+  const failures: string[] = [];
+  await fc.assert(
+    fc.asyncProperty(ticketArb, async (ticket) => {
+      const head = await s.store.headPosition();
+      const value = /^[\x20-\x7e]*$/.test(ticket) ? ticket : encodeURIComponent(ticket);
+      const headers: Record<string, string> = value.trim() ? { 'X-MFA-Ticket': value } : {};
+      const r = await request(s.apiUrl, 'GET', '/auth/account/export', { token: u.token, headers, skipOpenApi: true }).catch((e: Error) => ({ status: -1, body: { type: e.message } }));
+      const ok = r.status === 401 && (r.body as { type?: string }).type === 'InvalidToken' && (await s.store.headPosition()) === head;
+      if (!ok) failures.push(`ticket=${JSON.stringify(ticket).slice(0, 80)} → ${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
+      return ok;
+    }),
+    { numRuns: RUNS * 2, endOnFailure: true },
+  ).catch(() => {});
+  t.same(failures.slice(0, 10), [], 'a forged or malformed ticket is always 401 InvalidToken and changes nothing');
+  offset += 30_000;
+  const real = (await u.api.put('/auth/mfa/ticket', { totp_code: totp(secret, Date.now() + offset) })).body.token as string;
+  const res = await fetch(`${s.apiUrl}/auth/account/export`, { headers: { 'X-Session-Token': u.token, 'X-MFA-Ticket': real } });
+  await res.arrayBuffer();
+  t.equal(res.status, 200, 'the refusals spent none of the daily budget: a real ticket still exports');
 });
 
 /**

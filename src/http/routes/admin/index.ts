@@ -1,6 +1,9 @@
-/** Instance moderation routes (/admin/…): the report queue, sanctions, account deletion for abuse, content deletion, the instance audit log, the compliance export. */
+/** Instance moderation routes (/admin/…): the report queue, sanctions, account deletion for abuse, content deletion, the instance audit log, the compliance export, legal holds. */
 import auditLog from './auditLog.ts';
 import complianceExport from './complianceExport.ts';
+import holdCreate from './holdCreate.ts';
+import holdLift from './holdLift.ts';
+import holdList from './holdList.ts';
 import messageDelete from './messageDelete.ts';
 import reportEdit from './reportEdit.ts';
 import reportFetch from './reportFetch.ts';
@@ -12,4 +15,4 @@ import userFetch from './userFetch.ts';
 import userLift from './userLift.ts';
 import userSuspend from './userSuspend.ts';
 
-export default [reportList, reportFetch, reportEdit, userFetch, userSuspend, userBan, userDelete, userLift, messageDelete, auditLog, serverDelete, complianceExport];
+export default [reportList, reportFetch, reportEdit, userFetch, userSuspend, userBan, userDelete, userLift, messageDelete, auditLog, serverDelete, complianceExport, holdCreate, holdList, holdLift];
