@@ -14,12 +14,12 @@ import type { Config } from './config.ts';
 import type { EventStore } from './eventstore/port.ts';
 import { SqliteEventStore } from './eventstore/sqlite.ts';
 import { openEventStore } from './eventstore/open.ts';
-import { deriveSecrets, type ServiceSecrets } from './domain/account/secrets.ts';
 import { openMailQueue } from './mail/queue.ts';
 import { resolveVapid } from './push/vapid.ts';
-import { keyStoreTarget, openConfiguredKeyStore, type KeyStore } from './personal/keyStore.ts';
+import { keyStoreTarget, openConfiguredKeyStore } from './personal/keyStore.ts';
 import { holdDataDir } from './backup/holders.ts';
 import { PersonalDataStore } from './personal/store.ts';
+import { openReadableEventStore, serviceSecrets } from './personal/open.ts';
 import { createApiApp } from './http/app.ts';
 import type { AppDeps } from './http/deps.ts';
 import { API_ROUTES } from './http/routes/index.ts';
@@ -100,17 +100,8 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/** The service keys: from SECRETS_KEY, or from a master secret generated once and kept in the key store. */
-export async function serviceSecrets(config: Config, keys: KeyStore): Promise<ServiceSecrets> {
-  return deriveSecrets(config.secretsKey ?? (await keys.serviceSecret('master', 32)));
-}
-
-/** The event store behind the personal-data boundary (what the operator tools read through). */
-export async function openReadableEventStore(config: Config, raw?: EventStore): Promise<PersonalDataStore> {
-  return new PersonalDataStore(raw ?? (await openEventStore(config)), await openConfiguredKeyStore(config));
-}
-
-export { openEventStore };
+// The operator tools' entry points, kept in src/personal/open.ts (light to load) and exported here too.
+export { openEventStore, openReadableEventStore, serviceSecrets };
 
 function listen(app: Koa, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {

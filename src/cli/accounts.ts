@@ -12,7 +12,7 @@ import { loadConfig } from '../config.ts';
 import { toNewEvent } from '../domain/events.ts';
 import { newId } from '../ids.ts';
 import { decryptSecret, encryptSecret } from '../personal/cipher.ts';
-import { openReadableEventStore, serviceSecrets } from '../service.ts';
+import { openReadableEventStore, serviceSecrets } from '../personal/open.ts';
 import { accountInviteStream } from '../http/routes/auth/accountCreate.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import type { ServiceSecrets } from '../domain/account/secrets.ts';

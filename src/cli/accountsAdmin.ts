@@ -18,7 +18,7 @@ import { INSTANCE_SCOPE, InstanceRole, STAFF_STREAM } from '../domain/moderation
 import type { EventStore } from '../eventstore/port.ts';
 import { WrongExpectedRevisionError } from '../eventstore/port.ts';
 import { isUlid } from '../ids.ts';
-import { openEventStore } from '../service.ts';
+import { openEventStore } from '../eventstore/open.ts';
 
 export const ADMIN_USAGE = `usage: npm run accounts -- admin <grant|revoke|list> …
   admin grant  <user id | username#discriminator> [--role moderator|admin]

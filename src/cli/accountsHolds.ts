@@ -21,7 +21,7 @@ import { AppError } from '../errors.ts';
 import type { EventStore } from '../eventstore/port.ts';
 import { WrongExpectedRevisionError } from '../eventstore/port.ts';
 import { isUlid, newId } from '../ids.ts';
-import { openReadableEventStore } from '../service.ts';
+import { openReadableEventStore } from '../personal/open.ts';
 
 export const HOLD_USAGE = `usage: npm run accounts -- hold <add|lift|list> …
   hold add (--server ID | --channel ID | --user ID) --name NAME --reason REASON   (prints the hold's id)

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { writeCompliance, type ComplianceFilter, type ComplianceFormat } from '../compliance/export.ts';
 import { ConfigError, loadConfig } from '../config.ts';
-import { openReadableEventStore } from '../service.ts';
+import { openReadableEventStore } from '../personal/open.ts';
 import { progressBar } from './progress.ts';
 
 const USAGE = `usage: npm run compliance -- export --from <ISO time> --to <ISO time> [--server <id>] [--channel <id>] [--user <id>] [--format jsonl|csv] --out <file>`;

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { createLogger } from '../log.ts';
-import { openReadableEventStore } from '../service.ts';
+import { openReadableEventStore } from '../personal/open.ts';
 import { exportEvents, findPosition, migrate, openStoreUrl, tailEvents, toLine } from './eventsLib.ts';
 import { progressBar } from './progress.ts';
 import { stateAt } from './stateCounts.ts';

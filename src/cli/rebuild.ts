@@ -4,7 +4,7 @@
  */
 import { ConfigError, loadConfig } from '../config.ts';
 import { createLogger } from '../log.ts';
-import { openReadableEventStore } from '../service.ts';
+import { openReadableEventStore } from '../personal/open.ts';
 import { rebuild } from '../../projections/rebuild.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { progressBar } from './progress.ts';

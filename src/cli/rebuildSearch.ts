@@ -8,7 +8,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { ConfigError, loadConfig } from '../config.ts';
 import { upcast } from '../domain/events.ts';
-import { openEventStore } from '../service.ts';
+import { openEventStore } from '../eventstore/open.ts';
 import { SearchIndex } from '../search/index.ts';
 import { progressBar } from './progress.ts';
 

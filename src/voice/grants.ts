@@ -4,15 +4,21 @@
  * Listen"; DESIGN §4 "voice"). Pure: the permission value already went through the eight steps, so
  * can_publish = false (step 5), can_receive = false (step 6) and a timeout (step 7) are already in it.
  */
-import { TrackSource, type VideoGrant } from 'livekit-server-sdk';
+import type { TrackSource, VideoGrant } from 'livekit-server-sdk';
 import { Permission } from '../permissions/bits.ts';
 import { has } from '../permissions/calculate.ts';
+
+/**
+ * LiveKit's TrackSource numbers (livekit.TrackSource in its protocol), written here so that this pure module does
+ * not load the SDK (`src/voice/sdk.ts`); `voice.test` checks them against the SDK's enum.
+ */
+const SOURCE = { CAMERA: 1 as TrackSource, MICROPHONE: 2 as TrackSource, SCREEN_SHARE: 3 as TrackSource, SCREEN_SHARE_AUDIO: 4 as TrackSource };
 
 /** The track sources `permissions` allow: microphone ⇐ Speak; camera, screen share and its audio ⇐ Video. */
 export function publishSources(permissions: bigint): TrackSource[] {
   const sources: TrackSource[] = [];
-  if (has(permissions, Permission.Speak)) sources.push(TrackSource.MICROPHONE);
-  if (has(permissions, Permission.Video)) sources.push(TrackSource.CAMERA, TrackSource.SCREEN_SHARE, TrackSource.SCREEN_SHARE_AUDIO);
+  if (has(permissions, Permission.Speak)) sources.push(SOURCE.MICROPHONE);
+  if (has(permissions, Permission.Video)) sources.push(SOURCE.CAMERA, SOURCE.SCREEN_SHARE, SOURCE.SCREEN_SHARE_AUDIO);
   return sources;
 }
 

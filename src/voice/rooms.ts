@@ -3,9 +3,10 @@
  * a participant's permissions to match their channel permissions, and removing them. The client is
  * livekit-server-sdk's, authenticated with LIVEKIT_API_KEY/LIVEKIT_API_SECRET against LIVEKIT_URL's host.
  */
-import { RoomServiceClient } from 'livekit-server-sdk';
+import type { RoomServiceClient } from 'livekit-server-sdk';
 import { AppError } from '../errors.ts';
 import { publishSources } from './grants.ts';
+import { livekitSdk } from './sdk.ts';
 import { Permission } from '../permissions/bits.ts';
 import { has } from '../permissions/calculate.ts';
 
@@ -14,8 +15,9 @@ export function livekitApiUrl(url: string): string {
   return url.replace(/^ws(s?):\/\//, 'http$1://');
 }
 
-/** A RoomService client for the configured LiveKit. */
-export function roomService(voice: { url: string; apiKey: string; apiSecret: string }): RoomServiceClient {
+/** A RoomService client for the configured LiveKit (async: the SDK is loaded on first use). */
+export async function roomService(voice: { url: string; apiKey: string; apiSecret: string }): Promise<RoomServiceClient> {
+  const { RoomServiceClient } = await livekitSdk();
   return new RoomServiceClient(livekitApiUrl(voice.url), voice.apiKey, voice.apiSecret);
 }
 

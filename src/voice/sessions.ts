@@ -29,7 +29,7 @@ export async function voiceChannelsOf(deps: AccessDeps, userId: string): Promise
  * has them in is no failure; presence follows from LiveKit's `participant_left` webhooks.
  */
 export async function disconnectEverywhere(voice: { url: string; apiKey: string; apiSecret: string }, userId: string, rooms: readonly string[]): Promise<void> {
-  const service = roomService(voice);
+  const service = await roomService(voice);
   await Promise.all(
     rooms.map(async (room) => {
       try {

@@ -2,8 +2,8 @@
  * Join tokens for LiveKit, made with the official `livekit-server-sdk` (`AccessToken` + `VideoGrant`), and
  * the one LiveKit node this service advertises (`GET /` → `features.livekit.nodes`).
  */
-import { AccessToken, RoomConfiguration } from 'livekit-server-sdk';
 import { joinGrant } from './grants.ts';
+import { livekitSdk } from './sdk.ts';
 
 /** Name of the single LiveKit node (LIVEKIT_URL) in `GET /` and the only `node` join_call accepts. */
 export const LIVEKIT_NODE = 'default';
@@ -43,6 +43,7 @@ export interface JoinTokenInput {
 
 /** A signed (HS256) LiveKit access token for `input`, valid for JOIN_TOKEN_TTL_SECONDS. */
 export async function createJoinToken(credentials: LiveKitCredentials, input: JoinTokenInput): Promise<string> {
+  const { AccessToken, RoomConfiguration } = await livekitSdk();
   const token = new AccessToken(credentials.apiKey, credentials.apiSecret, {
     identity: input.identity,
     name: input.name,

@@ -36,7 +36,7 @@ const regExp = Object.assign(
   (pattern: string, flags: string) => (pattern.startsWith('(?i)') ? new RegExp(pattern.slice(4), `${flags}i`) : new RegExp(pattern, flags)),
   { code: 'new RegExp' },
 );
-const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true, code: { regExp } });
+const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true, inlineRefs: false, code: { regExp } });
 (addFormats as unknown as (a: Ajv) => void)(ajv);
 for (const f of ['int32', 'int64', 'uint', 'uint8', 'uint16', 'uint32', 'uint64', 'double', 'float', 'binary', 'byte']) ajv.addFormat(f, true);
 ajv.addSchema({ components: doc.components }, 'openapi');

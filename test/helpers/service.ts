@@ -83,6 +83,10 @@ export async function startTestService(t: Teardownable, env: Record<string, stri
   const log = createLogger(config.logLevel);
   const s = await startService(config, { log, ...opts });
   t.teardown(async () => {
+    // The test is over: close the idle keep-alive connections its own clients left (fetch keeps them), which
+    // `stop()` would otherwise close only after its 2 s grace for just-accepted connections. A teardown waited
+    // 2.5 s of wall time for nothing, 0.25 s with this (issue 40); the grace itself is service.stop.test's.
+    for (const server of [s.apiServer, s.mediaServer, s.metricsServer]) server?.closeIdleConnections();
     await s.stop();
     await deletePrefix(config.redisUrl, config.redisPrefix);
   });

@@ -125,7 +125,7 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
   const { config, log, store, readModels } = deps;
   const voice = config.voice;
   if (!voice.enabled) throw new Error('voice is not enabled');
-  const rooms = roomService(voice);
+  const rooms = await roomService(voice);
   const connection = bullConnection(config.redisUrl);
   const prefix = bullPrefix(config.redisPrefix, config.redisUrl);
   const redis = createRedis(config.redisUrl, { maxRetriesPerRequest: 3 });

@@ -1,6 +1,6 @@
 // POST /livekit/webhook — LiveKit's webhooks (signed with LIVEKIT_API_KEY/SECRET) → voice presence events. 200 `{}`.
 import type Koa from 'koa';
-import { WebhookReceiver, type WebhookEvent } from 'livekit-server-sdk';
+import type { WebhookEvent, WebhookReceiver } from 'livekit-server-sdk';
 import { loadChannel, loadPrivateChannel } from '../../../access.ts';
 import { voiceStream } from '../../../domain/voice/events.ts';
 import { decideVoice, endedCall, type ServerVoiceState, type VoiceReport } from '../../../domain/voice/state.ts';
@@ -13,6 +13,7 @@ import { isUlid, newId } from '../../../ids.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import type { PrivateChannelState } from '../../../domain/private/state.ts';
 import { takeRing } from '../../../voice/ring.ts';
+import { livekitSdk } from '../../../voice/sdk.ts';
 import type { AppDeps } from '../../deps.ts';
 import { defineRoute } from '../../route.ts';
 import { readRawBody } from '../../body.ts';
@@ -22,10 +23,13 @@ const WEBHOOK_BODY_LIMIT = 64_000;
 
 /** One receiver per key pair (the configuration does not change while the process runs). */
 const receivers = new Map<string, WebhookReceiver>();
-function receiverFor(apiKey: string, apiSecret: string): WebhookReceiver {
+async function receiverFor(apiKey: string, apiSecret: string): Promise<WebhookReceiver> {
   const id = `${apiKey}\u0000${apiSecret}`;
   let r = receivers.get(id);
-  if (!r) receivers.set(id, (r = new WebhookReceiver(apiKey, apiSecret)));
+  if (!r) {
+    const { WebhookReceiver } = await livekitSdk();
+    receivers.set(id, (r = new WebhookReceiver(apiKey, apiSecret)));
+  }
   return r;
 }
 
@@ -47,8 +51,9 @@ async function verified(ctx: Koa.Context, deps: AppDeps): Promise<WebhookEvent> 
       if (!auth) result = new AppError({ type: 'NotAuthenticated' });
       else if (raw.length === 0) result = new AppError({ type: 'InvalidCredentials' });
       else {
+        const receiver = await receiverFor(voice.apiKey, voice.apiSecret);
         try {
-          result = await receiverFor(voice.apiKey, voice.apiSecret).receive(raw, auth.replace(/^Bearer\s+/i, ''));
+          result = await receiver.receive(raw, auth.replace(/^Bearer\s+/i, ''));
         } catch {
           result = new AppError({ type: 'InvalidCredentials' });
         }

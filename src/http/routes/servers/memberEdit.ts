@@ -117,7 +117,7 @@ export default defineRoute({
           const move = await planMove(deps, a, caller.userId, userId, body.voice_channel);
           const voice = deps.config.voice;
           if (move && voice.enabled) {
-            await moveParticipant(roomService(voice), move.from, userId, move.to);
+            await moveParticipant(await roomService(voice), move.from, userId, move.to);
             made = move;
           }
           moved = true;
