@@ -3,6 +3,7 @@ import http from 'node:http';
 import t from 'tap';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { TEST_REDIS_URL, tempDir, uniquePrefix, deletePrefix } from './helpers/service.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 
 t.test('defaults', async (t) => {
   const c = loadConfig({});
@@ -129,12 +130,9 @@ t.test('SIGTERM drains in-flight requests, then exits 0', async (t) => {
     });
     child.on('exit', () => reject(new Error('exited early: ' + out)));
   });
-  // Wait until it serves, then fire sign-ups and SIGTERM while they are in flight.
-  for (let i = 0; i < 200; i++) {
-    const r = await fetch(url + '/users/@me').catch(() => null);
-    if (r && r.status === 401) break;
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  // Wait until it serves (bounded by time: 200 tries of 25 ms, 5 s, a loaded machine can outrun, and the test
+  // went on unserved), then fire sign-ups and SIGTERM while they are in flight.
+  await until('the service to serve', async () => (await fetch(url + '/users/@me').catch(() => null))?.status === 401, WAIT_MS, 25);
   // Twenty keep-alive connections are opened (and used once) first, so every request below is on a
   // connection the server has accepted: those requests must complete although SIGTERM arrives while they
   // are being handled. (A connection still in the kernel's accept queue when the listener closes is reset

@@ -19,7 +19,7 @@ import {
   type RecordedEvent,
   type Subscription,
 } from '../src/eventstore/port.ts';
-import { until } from './helpers/wait.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 
 /** What `open()` hands the suite. */
 export interface OpenedStore {
@@ -401,7 +401,7 @@ export function eventStoreContract(t: Tap.Test, name: string, open: () => Promis
         const got: RecordedEvent[] = [];
         const sub = store.subscribe({ after: before, onEvents: (events) => void got.push(...events.filter((e) => e.stream === s)) });
         try {
-          await until('subscribed events', () => got.length >= written.length, 5000, 5);
+          await until('subscribed events', () => got.length >= written.length, WAIT_MS, 5);
         } finally {
           await sub.close();
         }
@@ -445,13 +445,13 @@ export function eventStoreContract(t: Tap.Test, name: string, open: () => Promis
         });
         try {
           if (!fresh) t.comment('the store is not empty: subscribing after its head instead of from the start');
-          await until('caught up', () => caughtUpCalls > 0, 5000, 5);
+          await until('caught up', () => caughtUpCalls > 0, WAIT_MS, 5);
           t.strictSame(atCaughtUp, ids(early), 'onCaughtUp comes after exactly the events that existed');
 
           const live = [...evs(1), ...evs(2)];
           await store.append(b, live.slice(0, 1), 0);
           await store.append(c, live.slice(1), 'no_stream');
-          await until('live events', () => received().length >= 6, 5000, 5);
+          await until('live events', () => received().length >= 6, WAIT_MS, 5);
           t.strictSame(ids(received()), [...ids(early), ...ids(live)], 'catch-up then live events, in order');
           const all = batches.flat();
           t.ok(strictlyIncreasing(all.map((e) => e.position)), 'positions strictly increase across batches');
@@ -492,11 +492,11 @@ export function eventStoreContract(t: Tap.Test, name: string, open: () => Promis
           },
         });
         try {
-          await until('caught up', () => caughtUp, 5000, 5);
+          await until('caught up', () => caughtUp, WAIT_MS, 5);
           t.strictSame(atCaughtUp, ids(written.slice(2)), 'catch-up starts after the checkpoint');
           const live = ev();
           await store.append(s, [live], 3);
-          await until('live event', () => got.length >= 3, 5000, 5);
+          await until('live event', () => got.length >= 3, WAIT_MS, 5);
           t.strictSame(ids(got), [...ids(written.slice(2)), live.id], 'then live events');
           t.ok(
             got.every((e) => e.position > read[1]!.position),
@@ -536,25 +536,25 @@ export function eventStoreContract(t: Tap.Test, name: string, open: () => Promis
         });
         const delivered = () => calls.flat().filter((e) => e.stream === s);
         try {
-          await until('first batch', () => calls.length >= 1, 5000, 5);
+          await until('first batch', () => calls.length >= 1, WAIT_MS, 5);
           await sleep(100);
           t.equal(calls.length, 1, 'no second batch while the first is pending');
           const first = gate;
           gate = deferred();
           first.resolve();
-          await until('second batch', () => calls.length >= 2, 5000, 5);
+          await until('second batch', () => calls.length >= 2, WAIT_MS, 5);
           await sleep(100);
           t.equal(calls.length, 2, 'exactly one more batch after the first settled');
           autoRelease = true;
           gate.resolve();
-          await until('all batches', () => delivered().length >= written.length, 5000, 5);
+          await until('all batches', () => delivered().length >= written.length, WAIT_MS, 5);
           t.equal(overlaps, 0, 'onEvents never ran concurrently');
           t.ok(
             calls.every((batch) => batch.length === 1),
             'batchSize 1 gives single-event batches',
           );
           t.strictSame(ids(delivered()), ids(written), 'all events delivered in order');
-          await until('caught up', () => atCaughtUp !== undefined, 5000, 5);
+          await until('caught up', () => atCaughtUp !== undefined, WAIT_MS, 5);
           t.strictSame(atCaughtUp, ids(written), 'onCaughtUp waits for slow catch-up batches');
         } finally {
           gate.resolve();
@@ -581,7 +581,7 @@ export function eventStoreContract(t: Tap.Test, name: string, open: () => Promis
             finished = true;
           },
         });
-        await until('first batch', () => calls === 1, 5000, 5);
+        await until('first batch', () => calls === 1, WAIT_MS, 5);
         let closed = false;
         const closing = sub.close().then(() => {
           closed = true;
@@ -616,7 +616,7 @@ export function eventStoreContract(t: Tap.Test, name: string, open: () => Promis
           onError: (err) => void errors.push(err),
         });
         try {
-          await until('onError', () => errors.length > 0, 5000, 5);
+          await until('onError', () => errors.length > 0, WAIT_MS, 5);
           t.equal(errors[0], boom, 'onError receives the thrown error');
           await store.append(s, evs(1), 2);
           await sleep(150);

@@ -22,7 +22,7 @@ import { startKurrentDouble } from './helpers/kurrentDouble.ts';
 import { testDatabase } from './helpers/postgres.ts';
 import { runCli } from './helpers/cli.ts';
 import { deletePrefix, tempDir, TEST_REDIS_URL, uniquePrefix } from './helpers/service.ts';
-import { until } from './helpers/wait.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 
 const log = createLogger('silent');
 
@@ -192,9 +192,9 @@ t.test('events tail resubscribes after a dropped subscription, and fails clearly
   const resubs: number[] = [];
   const stop = await tailEvents(flaky, { fromStart: true }, (e) => got.push(e), { onResubscribe: (_e, n) => resubs.push(n) });
   t.teardown(stop);
-  await until('all 10', () => got.length >= 10, 10_000, 5);
+  await until('all 10', () => got.length >= 10, WAIT_MS, 5);
   await store.append('t-0', [ev(10)], 'any');
-  await until('the live one', () => got.length >= 11, 10_000, 5);
+  await until('the live one', () => got.length >= 11, WAIT_MS, 5);
   t.strictSame(got.map((e) => e.position), (await all(store)).map((e) => e.position), 'every event once, in order');
   t.strictSame(resubs, [1, 1], 'two drops, each after progress');
 
@@ -202,7 +202,7 @@ t.test('events tail resubscribes after a dropped subscription, and fails clearly
   let fatal: Error | undefined;
   const stop2 = await tailEvents(hopeless, { fromStart: true }, () => {}, { maxResubscribes: 3, onFatal: (e) => (fatal = e) });
   t.teardown(stop2);
-  await until('gave up', () => fatal !== undefined, 10_000, 5);
+  await until('gave up', () => fatal !== undefined, WAIT_MS, 5);
   t.match(fatal?.message, /dropped 4 times in a row/);
 });
 
@@ -260,7 +260,7 @@ t.test('the projector starts a new generation when the checkpoints belong to ano
   const run = async (store: EventStore) => {
     const p = new Projector({ store, redisUrl: TEST_REDIS_URL, prefix, partitions: 1, projections: [counter], log, checkIntervalMs: 50 });
     await p.start();
-    await until('caught up', async () => (await store.headPosition())?.toString() === (await redis.get(generationPrefix(prefix, Number(await redis.get(ctl.generation))) + genKeys.checkpoint(1, 0))), 20_000, 20);
+    await until('caught up', async () => (await store.headPosition())?.toString() === (await redis.get(generationPrefix(prefix, Number(await redis.get(ctl.generation))) + genKeys.checkpoint(1, 0))), WAIT_MS, 20);
     await p.stop();
     const gen = Number(await redis.get(ctl.generation));
     return { gen, ids: (JSON.parse((await redis.get(generationPrefix(prefix, gen) + 'count'))!) as { ids: string[] }).ids };
@@ -282,7 +282,7 @@ t.test('the projector starts a new generation when the checkpoints belong to ano
   const second = await run(b);
   t.not(second.gen, first.gen, 'a new generation');
   t.strictSame(second.ids, ['b0', 'b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7'], "B's read models hold exactly B's history");
-  await until('old generation deleted', async () => (await redis.exists(generationPrefix(prefix, first.gen) + 'count')) === 0, 10_000, 20);
+  await until('old generation deleted', async () => (await redis.exists(generationPrefix(prefix, first.gen) + 'count')) === 0, WAIT_MS, 20);
   // Back on the same store: no rebuild.
   const third = await run(b);
   t.equal(third.gen, second.gen, 'same store, same generation');
@@ -292,7 +292,7 @@ t.test('the projector starts a new generation when the checkpoints belong to ano
   const fourth = await run(b);
   t.not(fourth.gen, third.gen, 'another layout, a new generation');
   t.strictSame(fourth.ids, ['b0', 'b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7'], 'rebuilt from the log in the current layout');
-  await until('the old layout deleted', async () => (await redis.exists(generationPrefix(prefix, third.gen) + 'count')) === 0, 10_000, 20);
+  await until('the old layout deleted', async () => (await redis.exists(generationPrefix(prefix, third.gen) + 'count')) === 0, WAIT_MS, 20);
 });
 
 t.test('while the store is down the projector opens no Redis connection per retry', async (t) => {
@@ -336,14 +336,16 @@ t.test('a projector stopped while a partition is starting leaves no connection a
   const name = `${prefix.replace(/[^A-Za-z0-9]/g, '')}stop`;
   const p = new Projector({ store: slow, redisUrl: TEST_REDIS_URL, prefix, partitions: 1, projections: PROJECTIONS, log, checkIntervalMs: 30, connectionName: name });
   const starting = p.start();
-  await until('the partition is starting', async () => asked > 0, 5_000, 10);
+  await until('the partition is starting', async () => asked > 0, WAIT_MS, 10);
   const stopping = p.stop();
   release();
   await stopping;
   await starting.catch(() => undefined);
-  await new Promise((r) => setTimeout(r, 200));
-  const list = (await redis.client('LIST')) as string;
-  t.equal(list.split('\n').filter((l) => l.includes(` name=${name} `)).length, 0, 'no partition connection left open');
+  // A closed connection leaves Redis's client list once the server has read the close: wait for that
+  // (bounded; a connection left open fails it) instead of reading the list once after 200 ms.
+  const open = async () => ((await redis.client('LIST')) as string).split('\n').filter((l) => l.includes(` name=${name} `)).length;
+  await until('the partition connection closed', async () => (await open()) === 0).catch(() => undefined);
+  t.equal(await open(), 0, 'no partition connection left open');
   t.same(p.partitions, [], 'and no partition running');
   // Its check and lease timers were never set: left running, they would keep the process alive.
   const internals = p as unknown as { timer?: NodeJS.Timeout; leaseTimer?: NodeJS.Timeout };

@@ -8,7 +8,7 @@ import { startKurrentDouble, type KurrentDouble } from './helpers/kurrentDouble.
 import { IDENTITY_STREAM, KurrentEventStore, openKurrentEventStore } from '../src/eventstore/kurrent.ts';
 import { InvalidAppendError } from '../src/eventstore/validate.ts';
 import { WrongExpectedRevisionError, type EventMetadata, type NewEvent, type RecordedEvent } from '../src/eventstore/port.ts';
-import { until } from './helpers/wait.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 
 const meta = (): EventMetadata => ({ actor: 'user-1', requestId: 'req-1', at: new Date().toISOString(), scope: 'scope-1' });
 const ev = (type = 'ThingHappened'): NewEvent => ({ id: randomUUID(), type, data: { n: 1 }, metadata: meta() });
@@ -125,11 +125,11 @@ t.test('system events are skipped, filtered on the server', async (t) => {
   let caughtUp = false;
   const sub = store.subscribe({ onEvents: (events) => void got.push(...events), onCaughtUp: () => (caughtUp = true) });
   t.teardown(() => sub.close());
-  await until('caught up', () => caughtUp, 5000, 5);
+  await until('caught up', () => caughtUp, WAIT_MS, 5);
   await raw.appendToStream('$stats-127.0.0.1:2113', jsonEvent({ type: '$statsCollected', data: { cpu: 2 } }));
   const live = ev();
   await store.append(a, [live], 1);
-  await until('live event', () => got.length >= 3, 5000, 5);
+  await until('live event', () => got.length >= 3, WAIT_MS, 5);
   t.strictSame(
     got.map((e) => e.type),
     ['ThingHappened', 'ThingHappened', 'ThingHappened'],
@@ -147,9 +147,9 @@ t.test('a subscription whose server goes away reports onError once', async (t) =
   const errors: Error[] = [];
   let caughtUp = false;
   const sub = store.subscribe({ onEvents: () => {}, onCaughtUp: () => (caughtUp = true), onError: (err) => void errors.push(err) });
-  await until('caught up', () => caughtUp, 5000, 5);
+  await until('caught up', () => caughtUp, WAIT_MS, 5);
   await double.stop();
-  await until('onError', () => errors.length > 0, 5000, 5);
+  await until('onError', () => errors.length > 0, WAIT_MS, 5);
   await sleep(50);
   t.equal(errors.length, 1, 'onError called once');
   t.ok(errors[0] instanceof Error, 'with an Error');
@@ -292,7 +292,7 @@ t.test('a NotLeader that ends the shared BatchAppend call: one reconnection for 
   const seen: RecordedEvent[] = [];
   const sub = store.subscribe({ onEvents: (e) => void seen.push(...e) });
   t.teardown(() => sub.close());
-  await until('the subscription delivers', () => seen.length === 1, 10_000, 5);
+  await until('the subscription delivers', () => seen.length === 1, WAIT_MS, 5);
   const clientsBefore = double.calls.getSupportedMethods ?? 0;
   double.becomeFollower(1);
   const names = Array.from({ length: 8 }, () => stream());
@@ -304,9 +304,9 @@ t.test('a NotLeader that ends the shared BatchAppend call: one reconnection for 
   for (const n of names) t.equal((await store.readStream(n)).length, 1, `${n.slice(0, 16)}… written once`);
   const clients = () => (store.stats() as { clients?: number }).clients;
   t.equal(clients(), 2, 'the first client stays open while its subscription runs');
-  await until('the subscription sees the retried appends', () => seen.length === 1 + names.length, 10_000, 5);
+  await until('the subscription sees the retried appends', () => seen.length === 1 + names.length, WAIT_MS, 5);
   await sub.close();
-  await until('the first client disposed once its subscription ended', () => clients() === 1, 10_000, 5);
+  await until('the first client disposed once its subscription ended', () => clients() === 1, WAIT_MS, 5);
   t.equal(clients(), 1, 'one client left');
   await store.append(names[0]!, [ev()], 0);
   t.equal(await store.streamRevision(names[0]!), 1, 'the store works on');

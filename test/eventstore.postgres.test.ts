@@ -11,7 +11,7 @@ import { WrongExpectedRevisionError, type NewEvent, type RecordedEvent } from '.
 import { InvalidAppendError } from '../src/eventstore/validate.ts';
 import { eventStoreContract } from './eventstore.contract.ts';
 import { testDatabase } from './helpers/postgres.ts';
-import { until } from './helpers/wait.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 
 const meta = { actor: null, requestId: 'r', at: new Date(0).toISOString(), scope: 's' };
 const ev = (n: number, type = 'Tested'): NewEvent => ({ id: randomUUID(), type, data: { n }, metadata: meta });
@@ -67,7 +67,7 @@ t.test('global order: 50 concurrent writers on 5 pools while a catch-up reader r
   );
   const final: RecordedEvent[] = [];
   for await (const e of reader.readAll()) final.push(e);
-  await until('subscription caught up', () => sub.length >= final.length, 20_000, 10);
+  await until('subscription caught up', () => sub.length >= final.length, WAIT_MS, 10);
   stop = true;
   await polling;
   const tail = await reader.readPage(seen.length ? seen[seen.length - 1]!.position : undefined, 100_000);
@@ -95,10 +95,10 @@ t.test('a subscription wakes on NOTIFY from another process long before its poll
   let caughtUp = false;
   const sub = a.subscribe({ onEvents: (e) => void got.push(...e), onCaughtUp: () => (caughtUp = true) });
   t.teardown(() => sub.close());
-  await until('caught up', () => caughtUp, 10_000, 5);
+  await until('caught up', () => caughtUp, WAIT_MS, 5);
   // With a one-minute poll, only the notification can deliver this within the wait.
   await b.append('n-1', [ev(1)], 'no_stream');
-  await until('notified', () => got.length === 1, 20_000, 5);
+  await until('notified', () => got.length === 1, WAIT_MS, 5);
   t.equal(got[0]?.stream, 'n-1');
 });
 
@@ -119,7 +119,7 @@ t.test('polling is the safety net when the LISTEN connection is killed', async (
   // Kill every LISTEN session of this database (the store's listener).
   await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`);
   await b.append('p-1', [ev(1)], 'no_stream');
-  await until('polled', () => got.length === 1, 20_000, 5);
+  await until('polled', () => got.length === 1, WAIT_MS, 5);
   t.equal(got[0]?.stream, 'p-1', 'delivered without a notification');
 });
 
@@ -209,11 +209,12 @@ t.test('the append lock is per schema: one schema holding it does not stop anoth
     await b.close();
   });
   const first = a.append('l-1', [ev(1)], 'no_stream');
-  await until('schema one holds its append lock', () => holding, 10_000, 5);
+  await until('schema one holds its append lock', () => holding, WAIT_MS, 5);
   // Without a lock of its own, schema two waits for schema one's transaction (here: for ever).
   const other = await Promise.race([
     b.append('l-1', [ev(2)], 'no_stream').then((r) => r.position),
-    new Promise<string>((r) => setTimeout(() => r('blocked'), 3_000).unref()),
+    // A blocked append waits for ever: the bound only has to outlast a loaded machine's slow append.
+    new Promise<string>((r) => setTimeout(() => r('blocked'), WAIT_MS).unref()),
   ]);
   t.equal(other, 1n, 'schema two appended while schema one held its lock');
   release();
@@ -262,7 +263,7 @@ t.test('the server ending the session between queries: the process lives and the
       );
       t.equal(rows.length, 1, 'one session inside a transaction');
       await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
-      await until('the session is gone', async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [rows[0]!.pid])).rowCount === 0, 10_000, 5);
+      await until('the session is gone', async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [rows[0]!.pid])).rowCount === 0, WAIT_MS, 5);
       // Give the socket's error time to reach the client before the COMMIT (it would crash the process unheard).
       await new Promise((r) => setTimeout(r, 100));
     },
@@ -306,7 +307,7 @@ t.test('time limits: a writer stuck inside its transaction holding the lock stop
     () => undefined,
     (e: unknown) => e as Error,
   );
-  await until('the frozen writer holds the lock', () => holding, 10_000, 5);
+  await until('the frozen writer holds the lock', () => holding, WAIT_MS, 5);
   const started = Date.now();
   const refused: Error[] = [];
   const done = await until(
@@ -319,7 +320,7 @@ t.test('time limits: a writer stuck inside its transaction holding the lock stop
         return undefined;
       }
     },
-    20_000,
+    WAIT_MS,
     10,
   );
   t.ok(done.position >= 1n, `appended after ${Date.now() - started} ms`);

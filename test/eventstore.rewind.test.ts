@@ -19,7 +19,7 @@ import { followLog, recordRewind, REWIND_STREAM, type LogRewoundData } from '../
 import { startKurrentDouble } from './helpers/kurrentDouble.ts';
 import { testDatabase } from './helpers/postgres.ts';
 import { deletePrefix, TEST_REDIS_URL, tempDir, uniquePrefix } from './helpers/service.ts';
-import { until } from './helpers/wait.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 
 const log = createLogger('silent');
 
@@ -171,7 +171,7 @@ t.test('postgres: a running follower notices a failover that lost the last commi
   await c.connect();
   await c.query('DELETE FROM events WHERE position > $1', [String(kept)]);
   await c.end();
-  await until('the rewind recorded', async () => (await store.readStream(REWIND_STREAM)).length === 1, 10_000);
+  await until('the rewind recorded', async () => (await store.readStream(REWIND_STREAM)).length === 1, WAIT_MS);
   await add(store, 'n2', 'n3');
   await until('n2, n3 delivered', () => names(f.seen).includes('n3'));
   t.same(names(f.seen), ['d1', 'd2', 'd3', 'rewind', 'n2', 'n3']);

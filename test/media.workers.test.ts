@@ -30,7 +30,10 @@ function queueOf(s: TestService, tag: Tag): Queue {
 }
 
 t.test('worker processes', async (t) => {
-  const s = await startTestService(t, { ROLES: 'api,media,projector', RATE_LIMITS: 'off' });
+  // The upload pending over a worker's kill must outlast the start of the next worker process, which took
+  // minutes on a loaded machine: the 30 s UPLOAD_DEADLINE_MS answered 503 first (issue 40). The deadline has
+  // its own test (media.deadline).
+  const s = await startTestService(t, { ROLES: 'api,media,projector', RATE_LIMITS: 'off', UPLOAD_DEADLINE_MS: '600000' });
   const alice = await signup(s);
   const avatars = queueOf(s, 'avatars');
   const attachments = queueOf(s, 'attachments');

@@ -17,7 +17,7 @@ import { signup } from './helpers/http.ts';
 import { startRoleProcess } from './helpers/processes.ts';
 import { createServer, join } from './helpers/servers.ts';
 import { startTestService, waitServing, TEST_REDIS_URL } from './helpers/service.ts';
-import { until } from './helpers/wait.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 
 /** A page server on loopback; `hold` makes it keep requests open until released. */
 async function pageServer(t: { teardown(fn: () => unknown): void }) {
@@ -87,7 +87,7 @@ t.test('previews come from the log: the API never queues, a worker down at send 
   const second = await startTestService(t, { ...shared, ROLES: 'worker' });
   await second.previewWorker!.caughtUp;
   const appended = async (id: string) => (await api.store.readStream(messageStream(id))).filter((e) => e.type === 'MessageAppended');
-  await until('the preview of the message sent while no worker ran', async () => (await appended(later.body._id)).length === 1, 20_000);
+  await until('the preview of the message sent while no worker ran', async () => (await appended(later.body._id)).length === 1, WAIT_MS);
   t.equal(((await appended(later.body._id))[0]!.data as { embeds: Array<{ title?: string }> }).embeds[0]!.title, 'Durable page');
   t.equal((await appended(sent.body._id)).length, 0, 'messages before the first worker started are history: never previewed');
   t.equal((await appended(noEmbeds.body._id)).length, 0);
@@ -109,14 +109,14 @@ t.test('a preview worker killed mid-job loses nothing: another takes the job, th
   await until('the worker\'s checkpoint', async () => (await api.redis.exists(`${api.prefix}previews:cp`)) === 1);
   const sent = await owner.api.post(`/channels/${server.general}/messages`, { content: `survive ${page.url}` });
   t.equal(sent.status, 200);
-  await until('the first worker is fetching', async () => page.requests > 0, 20_000);
+  await until('the first worker is fetching', async () => page.requests > 0, WAIT_MS);
   await doomed.stop('SIGKILL');
   page.hold(false);
 
   // Another worker takes the stalled job once its lock expired.
   await startRoleProcess(t, { ...shared, ROLES: 'worker' });
   const appended = async () => (await api.store.readStream(messageStream(sent.body._id))).filter((e) => e.type === 'MessageAppended');
-  await until('the preview after the kill', async () => (await appended()).length === 1, 30_000);
+  await until('the preview after the kill', async () => (await appended()).length === 1, WAIT_MS);
   await new Promise((r) => setTimeout(r, 2000));
   t.equal((await appended()).length, 1, 'appended exactly once');
   t.ok(page.requests >= 2, `the page was fetched again by the second worker (${page.requests} requests)`);

@@ -12,6 +12,7 @@ import { genKeys, generationPrefix } from '../src/readmodel/keys.ts';
 import { dumpCurrent } from './helpers/servers.ts';
 import { deletePrefix, startTestService, tempDir, TEST_REDIS_URL, uniquePrefix, waitServing } from './helpers/service.ts';
 import { client, signup } from './helpers/http.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 
 const log = createLogger('silent');
 
@@ -44,8 +45,9 @@ t.test('Redis losing the read models: 503, then a rebuild by itself', async (t) 
   // The reader notices within its cache period; until the projector has rebuilt, the API answers 503.
   let saw503 = false;
   let ok = false;
-  const until = Date.now() + 15_000;
-  while (Date.now() < until) {
+  // Bounded by WAIT_MS: the rebuild time is not under test, and a loaded machine can outrun 15 s.
+  const end = Date.now() + WAIT_MS;
+  while (Date.now() < end) {
     const r = await u.api.get('/users/@me');
     if (r.status === 503) {
       saw503 = true;
@@ -92,7 +94,9 @@ t.test('two runners racing on one partition apply every event exactly once', asy
   await Promise.all([a.start(), b.start()]);
   const cpKey = generationPrefix(prefix, 1) + genKeys.checkpoint(1, 0);
   const head = (await store.headPosition())!.toString();
-  for (let i = 0; i < 400 && (await conns[2]!.get(cpKey)) !== head; i++) await new Promise((r) => setTimeout(r, 25));
+  // Bounded by time, not by a count of 25 ms polls (10 s in all, which a loaded machine can outrun); a
+  // checkpoint that never reaches the head fails the assertion below, after both runners are stopped.
+  await until('the checkpoint at the head', async () => (await conns[2]!.get(cpKey)) === head).catch(() => undefined);
   await Promise.all([a.stop(), b.stop()]);
   const count = JSON.parse((await conns[2]!.get(generationPrefix(prefix, 1) + 'count'))!) as { n: number };
   t.equal(count.n, total, 'every event counted once');

@@ -5,7 +5,7 @@ import t from 'tap';
 import { refundBudget, spendBudget } from '../src/ratelimit/budget.ts';
 import { createRedis } from '../src/redis.ts';
 import { deletePrefix, TEST_REDIS_URL, uniquePrefix } from './helpers/service.ts';
-import { until } from './helpers/wait.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 
 t.test('budgets', async (t) => {
   const redis = createRedis(TEST_REDIS_URL);
@@ -33,9 +33,9 @@ t.test('budgets', async (t) => {
     const key = `${prefix}b`;
     t.same(await spendBudget(redis, key, 2, 2, 300), { allowed: true });
     t.equal((await spendBudget(redis, key, 1, 2, 300)).allowed, false);
-    await until('the window to end', async () => (await redis.exists(key)) === 0, 5000);
+    await until('the window to end', async () => (await redis.exists(key)) === 0, WAIT_MS);
     t.same(await spendBudget(redis, key, 2, 2, 300), { allowed: true }, 'a new window');
-    await until('the window to end', async () => (await redis.exists(key)) === 0, 5000);
+    await until('the window to end', async () => (await redis.exists(key)) === 0, WAIT_MS);
     await refundBudget(redis, key, 5);
     t.equal(await redis.exists(key), 0, 'no counter without a window');
     const other = `${prefix}c`;

@@ -24,7 +24,7 @@ import { freePort, nginxBinary, nginxTest, runNginx } from './helpers/nginx.ts';
 import { startRoleProcess } from './helpers/processes.ts';
 import { createServer, join } from './helpers/servers.ts';
 import { startTestService, TEST_REDIS_URL } from './helpers/service.ts';
-import { until } from './helpers/wait.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 import { connectReady } from './helpers/ws.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -158,7 +158,7 @@ t.test('routing through nginx, seen by two recording upstreams', async (t) => {
     req.on('error', reject);
     let seenBeforeEnd = 0;
     req.write(Buffer.alloc(64 * 1024, 1));
-    void until('the first chunk at the media upstream', () => media.some((m) => m.bodyChunks.length > 0), 10_000)
+    void until('the first chunk at the media upstream', () => media.some((m) => m.bodyChunks.length > 0), WAIT_MS)
       .then(() => {
         seenBeforeEnd = media.reduce((a, m) => a + m.bodyChunks.reduce((b, c) => b + c.length, 0), 0);
         req.end(Buffer.alloc(64 * 1024, 2));

@@ -14,7 +14,7 @@ import { createLogger } from '../src/log.ts';
 import { purgeDetachedFiles, sweepUnattachedFiles } from '../src/media/sweep.ts';
 import { controlKeys, generationPrefix, rm } from '../src/readmodel/keys.ts';
 import { client, signup } from './helpers/http.ts';
-import { until } from './helpers/wait.ts';
+import { until, WAIT_MS } from './helpers/wait.ts';
 import { get, png, upload, useFile } from './helpers/media.ts';
 import { dumpGeneration } from './helpers/servers.ts';
 import { startTestService, waitServing } from './helpers/service.ts';
@@ -177,7 +177,7 @@ t.test('the worker role purges on its sweep timer with the configured retention'
     t.ok(fs.existsSync(bytes));
     t.equal((await alice.api.del(`/channels/${group.body._id}/messages/${sent.body._id}`)).status, 204);
     if (purged) {
-      await until('the timer to purge the bytes', async () => !fs.existsSync(bytes), 10_000);
+      await until('the timer to purge the bytes', async () => !fs.existsSync(bytes), WAIT_MS);
       t.pass('retention 0: purged by the timer');
     } else {
       await new Promise((r) => setTimeout(r, 1500));

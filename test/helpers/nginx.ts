@@ -9,7 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Teardownable } from './service.ts';
 import { tempDir } from './service.ts';
-import { until } from './wait.ts';
+import { until, WAIT_MS } from './wait.ts';
 
 /** The nginx binary (Debian installs it in /usr/sbin, which a non-root PATH may lack). */
 export function nginxBinary(): string {
@@ -78,6 +78,6 @@ export async function runNginx(t: Teardownable, conf: string, readyUrl: string):
     } catch {
       return false;
     }
-  }, 30_000, 50);
+  }, WAIT_MS, 50);
   return { dir };
 }

@@ -13,6 +13,7 @@ import { startService } from '../../src/service.ts';
 import { dumpCurrent, dumpRebuild } from '../helpers/servers.ts';
 import { tempDir, waitServing } from '../helpers/service.ts';
 import { client, request, signup, type TestUser } from '../helpers/http.ts';
+import { until } from '../helpers/wait.ts';
 
 const log = createLogger('silent');
 
@@ -51,8 +52,8 @@ function load(users: TestUser[]) {
 }
 
 async function untilServing(base: string, token: string, ms = 60_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
     const r = await request(base, 'GET', '/users/@me', { token, skipOpenApi: true }).catch(() => null);
     if (r?.status === 200) return;
     await new Promise((res) => setTimeout(res, 50));
@@ -83,7 +84,11 @@ for (const mode of ['flushall', 'restart-empty'] as const) {
     const l = load(users);
     // Stopped at the end of the test, or here when it fails midway (the loops must not outlive it).
     t.teardown(() => l.stop());
-    await new Promise((r) => setTimeout(r, 1000));
+    // Traffic goes through before the loss: counted, not assumed from a second of wall time (which a loaded
+    // machine can fill with a handful of requests).
+    const ok200 = () => l.statuses.get(200) ?? 0;
+    await until('traffic before the loss', () => ok200() > 20).catch(() => undefined);
+    const before = ok200();
     const admin = new Redis(redisServer.url);
     if (mode === 'flushall') {
       await admin.flushall();
@@ -96,11 +101,13 @@ for (const mode of ['flushall', 'restart-empty'] as const) {
     }
     await new Promise((r) => setTimeout(r, 1500));
     await untilServing(s.apiUrl, users[0]!.token);
-    await new Promise((r) => setTimeout(r, 1000));
+    const served = ok200();
+    await until('traffic after the loss', () => ok200() > served + 20).catch(() => undefined);
     await l.stop();
     t.same(l.bad, [], 'nothing but 2xx and JSON 503s');
     t.comment(`statuses: ${JSON.stringify(Object.fromEntries(l.statuses))}`);
-    t.ok((l.statuses.get(200) ?? 0) > 20, 'traffic went through before and after');
+    t.ok(before > 20, `traffic went through before the loss (${before} answers 200)`);
+    t.ok(ok200() > served + 20, `and after it (${ok200() - served} answers 200 once serving again)`);
 
     // Every acknowledged edit is what the read model shows now (the last write of each user wins).
     for (const u of users) {

@@ -16,7 +16,7 @@ import { deletePrefix, TEST_REDIS_URL, tempDir, uniquePrefix, waitServing } from
 import { client, type TestUser, signup } from '../helpers/http.ts';
 import { createServer } from '../helpers/servers.ts';
 import { testDatabase } from '../helpers/postgres.ts';
-import { until } from '../helpers/wait.ts';
+import { until, WAIT_MS } from '../helpers/wait.ts';
 
 const log = createLogger('silent');
 
@@ -95,14 +95,14 @@ for (const engine of ['sqlite', 'postgres'] as const) {
     t.teardown(() => s.stop());
     // The new events reuse the lost ones' positions: each must be projected.
     for (const c of ['new 1', 'new 2', 'new 3', 'new 4', 'new 5']) await send(s, owner, general, c);
-    await until('the new events projected', async () => (await history(s, owner.token, general).catch(() => [])).length >= 8, 30_000).catch(() => undefined);
+    await until('the new events projected', async () => (await history(s, owner.token, general).catch(() => [])).length >= 8, WAIT_MS).catch(() => undefined);
     t.same(await history(s, owner.token, general), ['kept 1', 'kept 2', 'kept 3', 'new 1', 'new 2', 'new 3', 'new 4', 'new 5'], 'history = the restored events + the new ones');
     // The search index follows the log on its own checkpoint: it rebuilds too, so the new messages are found.
     const found = async (q: string) => {
       const r = await client(s, owner.token).post(`/channels/${general}/search`, { query: q, sort: 'Oldest' });
       return r.status === 200 ? (r.body as Array<{ content: string }>).map((m) => m.content) : [];
     };
-    await until('the new messages searchable', async () => (await found('new')).length === 5, 30_000).catch(() => undefined);
+    await until('the new messages searchable', async () => (await found('new')).length === 5, WAIT_MS).catch(() => undefined);
     t.same(await found('new'), ['new 1', 'new 2', 'new 3', 'new 4', 'new 5'], 'the search index holds the new messages');
     t.same(await found('kept'), ['kept 1', 'kept 2', 'kept 3']);
   });
@@ -143,9 +143,9 @@ t.test('postgres: a standby promoted under a running service (lost commits) is n
     const h = await history(s, owner.token, general).catch(() => undefined);
     if (h) seen.push(h);
     return h && h.length === 1;
-  }, 30_000).catch(() => undefined);
+  }, WAIT_MS).catch(() => undefined);
   t.same(await history(s, owner.token, general), ['kept 1'], 'the lost messages are gone from the read models');
   for (const m of ['new 1', 'new 2', 'new 3']) await send(s, owner, general, m);
-  await until('the new messages projected', async () => (await history(s, owner.token, general).catch(() => [])).length === 4, 30_000).catch(() => undefined);
+  await until('the new messages projected', async () => (await history(s, owner.token, general).catch(() => [])).length === 4, WAIT_MS).catch(() => undefined);
   t.same(await history(s, owner.token, general), ['kept 1', 'new 1', 'new 2', 'new 3']);
 });
