@@ -27,7 +27,8 @@ export function presentReport(r: ReportState): Omit<ReportState, 'revision'> {
   return rest;
 }
 
-function audit(tx: ProjectionTx, e: StoredEvent, entry: Omit<InstanceAuditEntry, 'id' | 'actor' | 'at'>): void {
+/** Writes one entry of the instance audit log (keyed by the event, so a rebuild writes the same). */
+export function audit(tx: ProjectionTx, e: StoredEvent, entry: Omit<InstanceAuditEntry, 'id' | 'actor' | 'at'>): void {
   const full: InstanceAuditEntry = { id: e.id, actor: e.metadata.actor, at: e.metadata.at, ...entry };
   const member = `${e.metadata.at}|${e.id}`;
   tx.hsetJson(rm.instanceAudit(), member, full);

@@ -107,7 +107,7 @@ export async function serviceSecrets(config: Config, keys: KeyStore): Promise<Se
 
 /** The event store behind the personal-data boundary (what the operator tools read through). */
 export async function openReadableEventStore(config: Config, raw?: EventStore): Promise<PersonalDataStore> {
-  return new PersonalDataStore(raw ?? (await openEventStore(config)), await openConfiguredKeyStore(config));
+  return new PersonalDataStore(raw ?? (await openEventStore(config)), await openConfiguredKeyStore(config), { contentBucketMs: config.retentionBucketMs });
 }
 
 export { openEventStore };
@@ -189,7 +189,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   // Personal fields are sealed on append and opened on read (src/personal/); keys live outside the log.
   // Appends are timed and counted (eventstore_* metrics) under the sealing; everything else is the store itself.
   const keys = await openConfiguredKeyStore(config);
-  const store = new PersonalDataStore(instrumentStore(rawStore), keys);
+  const store = new PersonalDataStore(instrumentStore(rawStore), keys, { contentBucketMs: config.retentionBucketMs });
   const secrets = await serviceSecrets(config, keys);
   const vapid = await resolveVapid(config, keys);
   const mail = config.email && config.roles.includes('api') ? openMailQueue(config.redisUrl, config.redisPrefix, config.mailRetry, log) : undefined;
@@ -280,6 +280,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   if (config.roles.includes('worker')) {
     const { startFileSweeper } = await import('./media/sweep.ts');
     fileSweeper = startFileSweeper({ store, readModels, blobs, log, now }, config.fileSweepIntervalMs, config.unattachedFileMaxAgeMs, config.detachedFileRetentionMs);
+  }
+  let retentionSweeper: { close(): Promise<void> } | undefined;
+  if (config.roles.includes('worker')) {
+    const { startRetentionSweeper } = await import('./compliance/retention.ts');
+    retentionSweeper = startRetentionSweeper({ store, readModels, blobs, log, now, previews: { redis, prefix: config.redisPrefix } }, config.retentionSweepIntervalMs);
   }
   let mailWorker: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker') && config.email) {
@@ -410,6 +415,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         };
         await bounded('uploads', uploads?.close());
         await bounded('fileSweeper', fileSweeper?.close());
+        await bounded('retentionSweeper', retentionSweeper?.close());
         await bounded('mediaWorkers', mediaWorkers?.close());
         await bounded('mailWorker', mailWorker?.close());
         await bounded('previewWorker', previewWorker?.close());

@@ -5,6 +5,7 @@
  *   invite list          lists created invites: code, created at, used by (codes of ACCOUNT_INVITES are not listed)
  *   admin grant|revoke|list …   instance moderators and admins (src/cli/accountsAdmin.ts)
  *   policy add|list …    the policy changes of POLICY_CHANGES (src/cli/accountsPolicy.ts)
+ *   retention set|list … the message retention policies (src/cli/accountsRetention.ts)
  */
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../config.ts';
@@ -18,8 +19,9 @@ import type { ServiceSecrets } from '../domain/account/secrets.ts';
 
 import { ADMIN_USAGE, runAdmin } from './accountsAdmin.ts';
 import { POLICY_USAGE, runPolicy } from './accountsPolicy.ts';
+import { RETENTION_USAGE, runRetention } from './accountsRetention.ts';
 
-const USAGE = `usage: npm run accounts -- invite create | invite list\n${ADMIN_USAGE}\n${POLICY_USAGE}`;
+const USAGE = `usage: npm run accounts -- invite create | invite list\n${ADMIN_USAGE}\n${POLICY_USAGE}\n${RETENTION_USAGE}`;
 
 /** Creates an invite and returns its code. */
 export async function createAccountInvite(store: EventStore, secrets: ServiceSecrets): Promise<string> {
@@ -52,6 +54,7 @@ export async function listAccountInvites(store: EventStore, secrets: ServiceSecr
 export async function runAccounts(args: string[], out: (line: string) => void = (l) => console.log(l)): Promise<number> {
   const [group, command] = args;
   if (group === 'admin') return runAdmin(args.slice(1));
+  if (group === 'retention') return runRetention(args.slice(1), { print: out });
   if (group === 'policy') return runPolicy(args.slice(1), loadConfig().policyChangesFile, { print: out });
   if (group !== 'invite' || (command !== 'create' && command !== 'list')) {
     console.error(USAGE);

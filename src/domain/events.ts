@@ -19,6 +19,7 @@ import { moderationEvents } from './moderation/events.ts';
 import { voiceEvents } from './voice/events.ts';
 import { botEvents } from './bot/events.ts';
 import { webhookEvents } from './webhook/events.ts';
+import { retentionEvents } from './retention/events.ts';
 
 /** Every event schema by type name. Add an aggregate's schemas here. */
 export const EVENT_SCHEMAS = {
@@ -35,6 +36,7 @@ export const EVENT_SCHEMAS = {
   ...voiceEvents,
   ...botEvents,
   ...webhookEvents,
+  ...retentionEvents,
 } as const satisfies Record<string, z.ZodType>;
 
 /** Name of every event type. */

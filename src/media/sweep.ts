@@ -89,6 +89,18 @@ export async function purgeDetachedFiles(deps: SweepDeps, retentionMs: number, b
 }
 
 /**
+ * Purges one detached file now (the retention sweep, for the files of a message it erased: their retention is
+ * the message's policy, not DETACHED_FILE_RETENTION_MS); false when there is no record or it changed meanwhile.
+ */
+export async function purgeFileNow(deps: SweepDeps, fileId: string): Promise<boolean> {
+  const record = await deps.readModels.getJson<FileRecord>(rm.file(fileId));
+  if (!record) return false;
+  if (!(await expire(deps, fileId, record, 'detached'))) return false;
+  await deps.readModels.dequeue(rm.detachedFiles(), fileId);
+  return true;
+}
+
+/**
  * Runs the sweep of unattached uploads and the purge of detached files every `intervalMs` (0: never) until
  * stopped; a failed run is logged and retried next time.
  */

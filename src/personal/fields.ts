@@ -35,9 +35,61 @@ export const PERSONAL_FIELDS: ReadonlyMap<string, PersonalFieldSpec> = new Map(
   } satisfies Partial<Record<EventType, PersonalFieldSpec>>),
 );
 
-/** Events whose append destroys the subject's key (after the append succeeded; the projector repeats it). */
-export const ERASING_EVENTS: ReadonlyMap<string, (stream: string) => string | null> = new Map(
+/**
+ * Message content under retention (issue 39 part 1): the same sealing, with a subject per channel and time
+ * bucket instead of per account, so destroying a bucket's key erases the content of every message of that
+ * channel sent in that span — sends, edits, link previews — from every past event.
+ *
+ * **To declare a new content field, add its path to the event's `paths` below.** A path names nested fields
+ * of `data`; `*` stands for every element of an array (`message.attachments.*.filename`). Each value is sealed
+ * whole, with `s` (its subject) in the sealed object, since the bucket width may change between deployments.
+ */
+export interface ContentFieldSpec {
+  /** The channel and the message of an event on `stream` (null: not message content). */
+  locate(stream: string, data: Record<string, unknown>): { channel: string; message: string } | null;
+  /** Paths of the content fields inside `data`. */
+  paths: ReadonlyArray<readonly string[]>;
+}
+
+/** Prefix of every content subject. */
+export const CONTENT_SUBJECT = 'content:';
+
+/** `content:<channel>:<bucket start ms, 15 digits>:<bucket width ms>`: the key of one channel's time bucket. */
+export function contentSubject(channel: string, messageTimeMs: number, bucketMs: number): string {
+  const start = Math.floor(messageTimeMs / bucketMs) * bucketMs;
+  return `${CONTENT_SUBJECT}${channel}:${String(start).padStart(15, '0')}:${bucketMs}`;
+}
+
+/** The parts of a content subject (null for any other subject). */
+export function parseContentSubject(subject: string): { channel: string; start: number; end: number } | null {
+  const m = /^content:([^:]+):(\d{15}):(\d+)$/.exec(subject);
+  if (!m) return null;
+  const start = Number(m[2]);
+  return { channel: m[1]!, start, end: start + Number(m[3]) };
+}
+
+/** A `message-<id>` stream's message, with its channel from `channel` (edits, previews) or `message.channel` (sends). */
+function messageLocation(stream: string, data: Record<string, unknown>): { channel: string; message: string } | null {
+  if (!stream.startsWith('message-')) return null;
+  const sent = data.message as { channel?: unknown } | undefined;
+  const channel = typeof data.channel === 'string' ? data.channel : typeof sent?.channel === 'string' ? sent.channel : null;
+  return channel ? { channel, message: stream.slice('message-'.length) } : null;
+}
+
+/** Every event type with message content. */
+export const CONTENT_FIELDS: ReadonlyMap<string, ContentFieldSpec> = new Map(
+  Object.entries({
+    MessageSent: { locate: messageLocation, paths: [['message', 'content'], ['message', 'embeds'], ['message', 'attachments', '*', 'filename']] },
+    MessageEdited: { locate: messageLocation, paths: [['data', 'content'], ['data', 'embeds']] },
+    MessageAppended: { locate: messageLocation, paths: [['embeds']] },
+  } satisfies Partial<Record<EventType, ContentFieldSpec>>),
+);
+
+/** Events whose append destroys a subject's key (after the append succeeded; the projector repeats it). */
+export const ERASING_EVENTS: ReadonlyMap<string, (stream: string, data: Record<string, unknown>) => string | null> = new Map(
   Object.entries({
     AccountDeleted: accountSubject,
-  } satisfies Partial<Record<EventType, (stream: string) => string | null>>),
+    /** The retention sweep found every message of a channel's time bucket expired (and none held). */
+    RetentionBucketShredded: (_stream: string, data: Record<string, unknown>) => (typeof data.subject === 'string' && data.subject.startsWith(CONTENT_SUBJECT) ? data.subject : null),
+  } satisfies Partial<Record<EventType, (stream: string, data: Record<string, unknown>) => string | null>>),
 );

@@ -26,6 +26,8 @@ export interface KeyStore {
   destroy(subject: string): Promise<void>;
   /** True once the subject's key was destroyed. */
   destroyed(subject: string): Promise<boolean>;
+  /** The subjects starting with `prefix` whose keys exist and were not destroyed, in order. */
+  liveSubjects(prefix: string): Promise<string[]>;
   /** A named service secret of `bytes` random bytes, created once and kept. */
   serviceSecret(name: string, bytes: number): Promise<Buffer>;
   close(): Promise<void>;
@@ -39,6 +41,7 @@ export class SqliteKeyStore implements KeyStore {
   private readonly shred: Database.Statement;
   private readonly getSecret: Database.Statement;
   private readonly insertSecret: Database.Statement;
+  private readonly live: Database.Statement;
 
   /** `erasureLog`: the append-only record every destruction is also written to (src/backup/erasures.ts). */
   constructor(
@@ -62,6 +65,7 @@ export class SqliteKeyStore implements KeyStore {
     );
     this.getSecret = this.db.prepare('SELECT secret FROM service_secrets WHERE name = ?');
     this.insertSecret = this.db.prepare('INSERT OR IGNORE INTO service_secrets (name, secret) VALUES (?, ?)');
+    this.live = this.db.prepare('SELECT subject FROM subject_keys WHERE substr(subject, 1, length(?1)) = ?1 AND key IS NOT NULL ORDER BY subject');
   }
 
   private row(subject: string): { key: Buffer | null; destroyed_at: string | null } | undefined {
@@ -93,6 +97,10 @@ export class SqliteKeyStore implements KeyStore {
 
   async destroyed(subject: string): Promise<boolean> {
     return Boolean(this.row(subject)?.destroyed_at);
+  }
+
+  async liveSubjects(prefix: string): Promise<string[]> {
+    return (this.live.all(prefix) as Array<{ subject: string }>).map((r) => r.subject);
   }
 
   async serviceSecret(name: string, bytes: number): Promise<Buffer> {

@@ -101,6 +101,14 @@ export class PostgresKeyStore implements KeyStore {
     return Boolean((await this.#row(subject))?.destroyed_at);
   }
 
+  async liveSubjects(prefix: string): Promise<string[]> {
+    const r = await this.#pool.query<{ subject: string }>(
+      'SELECT subject FROM subject_keys WHERE left(subject, length($1)) = $1 AND key IS NOT NULL ORDER BY subject COLLATE "C"',
+      [prefix],
+    );
+    return r.rows.map((row) => row.subject);
+  }
+
   async serviceSecret(name: string, bytes: number): Promise<Buffer> {
     await this.#pool.query('INSERT INTO service_secrets (name, secret) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(bytes)]);
     const r = await this.#pool.query<{ secret: Buffer }>('SELECT secret FROM service_secrets WHERE name = $1', [name]);

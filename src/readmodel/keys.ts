@@ -227,6 +227,10 @@ export const rm = {
   instanceAudit: () => 'instance:audit',
   /** Sorted set (scores 0, members `<ISO time>|<event id>`) of the instance audit log (projection `moderation`). */
   instanceAuditIndex: () => 'instance:audit:index',
+  /** The retention policies (`RetentionPolicies` JSON, projection `retention`). */
+  retentionPolicies: () => 'retention:policies',
+  /** Set of every channel a message was ever sent in: the channels the retention sweep looks at. */
+  messageChannels: () => 'retention:channels',
 
   /** ServerVoiceState JSON: who is in which voice channel of the server, with the `voice-<id>` revision (projection `voice`). */
   serverVoice: (serverId: string) => `voice:${serverId}`,

@@ -1,7 +1,11 @@
-/** Instance moderation routes (/admin/…): the report queue, sanctions, content deletion, the instance audit log, the compliance export. */
+/** Instance moderation routes (/admin/…): the report queue, sanctions, content deletion, the instance audit log, the compliance export, the retention policies. */
 import auditLog from './auditLog.ts';
 import complianceExport from './complianceExport.ts';
 import messageDelete from './messageDelete.ts';
+import retentionChannel from './retentionChannel.ts';
+import retentionInstance from './retentionInstance.ts';
+import retentionList from './retentionList.ts';
+import retentionServer from './retentionServer.ts';
 import reportEdit from './reportEdit.ts';
 import reportFetch from './reportFetch.ts';
 import reportList from './reportList.ts';
@@ -11,4 +15,4 @@ import userFetch from './userFetch.ts';
 import userLift from './userLift.ts';
 import userSuspend from './userSuspend.ts';
 
-export default [reportList, reportFetch, reportEdit, userFetch, userSuspend, userBan, userLift, messageDelete, auditLog, serverDelete, complianceExport];
+export default [reportList, reportFetch, reportEdit, userFetch, userSuspend, userBan, userLift, messageDelete, auditLog, serverDelete, complianceExport, retentionList, retentionInstance, retentionServer, retentionChannel];
