@@ -284,7 +284,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   let retentionSweeper: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker')) {
     const { startRetentionSweeper } = await import('./compliance/retention.ts');
-    retentionSweeper = startRetentionSweeper({ store, readModels, blobs, log, now, previews: { redis, prefix: config.redisPrefix } }, config.retentionSweepIntervalMs);
+    const n = config.projectorPartitions;
+    const liveEvents = { redis, keys: Array.from({ length: n }, (_, i) => ctl.clientEvents(n, i)) };
+    retentionSweeper = startRetentionSweeper({ store, readModels, blobs, log, now, previews: { redis, prefix: config.redisPrefix }, liveEvents }, config.retentionSweepIntervalMs);
   }
   let mailWorker: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker') && config.email) {

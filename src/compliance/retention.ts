@@ -53,6 +53,12 @@ export interface RetentionSweepDeps {
   now: () => number;
   /** The link-preview cache (Redis and REDIS_PREFIX), whose entries for an erased message's URLs are dropped. */
   previews?: { redis: RedisClient; prefix: string };
+  /**
+   * The client-event streams (`{live}:events:<n>:<i>`, what the gateway delivers from): entries older than the
+   * shortest policy in force (never younger than a minute, so a lagging gateway still reads them) are trimmed,
+   * since a `Message` event there carries the content as sent.
+   */
+  liveEvents?: { redis: RedisClient; keys: string[] };
   /** The active holds (default: `activeHoldTargets` of the read models). */
   holds?: (reader: ReadModels) => Promise<HoldTargets>;
   /** TEST HOOK: called after each message erased; throwing stops the sweep there, as a kill would. */
@@ -73,6 +79,9 @@ export interface RetentionSweepResult {
 
 /** Messages erased per run at most (the rest wait for the next run). */
 export const RETENTION_BATCH = 2_000;
+
+/** Client events younger than this are never trimmed (ms). */
+export const LIVE_EVENTS_FLOOR_MS = 60_000;
 
 /** Messages read per page of a channel's history. */
 const PAGE = 200;
@@ -103,6 +112,11 @@ export async function sweepRetention(deps: RetentionSweepDeps, batch = RETENTION
   const policies = await loadPolicies(deps.store);
   if (policies.instance === null && Object.keys(policies.servers).length === 0 && Object.keys(policies.channels).length === 0) return out;
   const now = deps.now();
+  if (deps.liveEvents) {
+    const ages = [policies.instance, ...Object.values(policies.servers), ...Object.values(policies.channels)].filter((a): a is number => a !== null);
+    const minId = Math.floor(now - Math.max(Math.min(...ages) * 1000, LIVE_EVENTS_FLOOR_MS));
+    for (const key of deps.liveEvents.keys) await deps.liveEvents.redis.xtrim(key, 'MINID', String(minId));
+  }
   const holds = await (deps.holds ?? activeHoldTargets)(deps.readModels);
   const buckets = new Map<string, Array<{ subject: string; start: number; end: number }>>();
   for (const subject of await deps.store.keys.liveSubjects(CONTENT_SUBJECT)) {

@@ -95,9 +95,8 @@ export async function purgeDetachedFiles(deps: SweepDeps, retentionMs: number, b
 export async function purgeFileNow(deps: SweepDeps, fileId: string): Promise<boolean> {
   const record = await deps.readModels.getJson<FileRecord>(rm.file(fileId));
   if (!record) return false;
-  if (!(await expire(deps, fileId, record, 'detached'))) return false;
-  await deps.readModels.dequeue(rm.detachedFiles(), fileId);
-  return true;
+  // Its entry in `rm.detachedFiles` stays: the purge finds no record and drops it (as for any purged file).
+  return expire(deps, fileId, record, 'detached');
 }
 
 /**

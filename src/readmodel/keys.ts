@@ -17,8 +17,10 @@
  *    sorted set of ids beside a hash of the messages.
  * 3: a channel's `last_message_id` moved out of `channel:<id>` / `pchannel:<id>` into `lastmsg:<id>`, so a
  *    message sent no longer rewrites (and drops from every API process's fact cache) the channel it is in.
+ * 4: retention (issue 39): `retention:policies` and `retention:channels` (every channel a message was sent in,
+ *    which the retention sweep walks) are kept from the log's start, so an older generation is rebuilt.
  */
-export const READ_MODEL_LAYOUT = 3;
+export const READ_MODEL_LAYOUT = 4;
 
 /** What a generation records as its origin: the event store's identity and the read-model layout. */
 export function readModelIdentity(storeIdentity: string): string {
