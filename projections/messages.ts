@@ -35,9 +35,6 @@ async function applyMessageEvent(e: StoredEvent, tx: ProjectionTx): Promise<void
   const route = await routeOf(tx, channelId);
   // A message sent while its channel was being deleted lands after the deletion: nothing to keep.
   if (!route) return;
-  // A send whose content's bucket key is gone (a rebuild after retention erased it): the message was erased
-  // later in the log, so it is not kept now either (live, it was kept and then erased: the same end).
-  if (e.type === 'MessageSent' && (e.data as { erased?: unknown }).erased === true) return;
   // A new message has no earlier state, so there is nothing to read.
   const before = e.type === 'MessageSent' ? null : await tx.rgetJson<MessageState>(rm.channelHistory(channelId), messageId);
   if (e.type !== 'MessageSent' && !before) return;

@@ -261,7 +261,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     searchIndexer = new SearchIndexer({ store, file: searchFile, log, leaseMs: config.projectorLeaseMs });
     searchIndexer.start();
   } else if (config.roles.includes('projector')) {
-    indexerThread = new SearchIndexerThread({ store: { eventStoreUrl: config.eventStoreUrl, dataDir: config.dataDir, pgTimeouts: config.pgTimeouts }, file: searchFile, leaseMs: config.projectorLeaseMs, logLevel: config.logLevel }, log);
+    const keysAt = { dataDir: config.dataDir, eventStoreUrl: config.eventStoreUrl, keyStoreUrl: config.keyStoreUrl, erasureLog: config.erasureLog };
+    indexerThread = new SearchIndexerThread({ store: { eventStoreUrl: config.eventStoreUrl, dataDir: config.dataDir, pgTimeouts: config.pgTimeouts }, keys: keysAt, file: searchFile, leaseMs: config.projectorLeaseMs, logLevel: config.logLevel }, log);
     indexerThread.start();
     searchIndexer = indexerThread;
   }

@@ -65,7 +65,7 @@ export class SqliteKeyStore implements KeyStore {
     );
     this.getSecret = this.db.prepare('SELECT secret FROM service_secrets WHERE name = ?');
     this.insertSecret = this.db.prepare('INSERT OR IGNORE INTO service_secrets (name, secret) VALUES (?, ?)');
-    this.live = this.db.prepare('SELECT subject FROM subject_keys WHERE substr(subject, 1, length(?1)) = ?1 AND key IS NOT NULL ORDER BY subject');
+    this.live = this.db.prepare('SELECT subject FROM subject_keys WHERE substr(subject, 1, length(@p)) = @p AND key IS NOT NULL ORDER BY subject');
   }
 
   private row(subject: string): { key: Buffer | null; destroyed_at: string | null } | undefined {
@@ -100,7 +100,7 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async liveSubjects(prefix: string): Promise<string[]> {
-    return (this.live.all(prefix) as Array<{ subject: string }>).map((r) => r.subject);
+    return (this.live.all({ p: prefix }) as Array<{ subject: string }>).map((r) => r.subject);
   }
 
   async serviceSecret(name: string, bytes: number): Promise<Buffer> {

@@ -18,9 +18,8 @@ import type {
   SubscribeOptions,
   Subscription,
 } from '../eventstore/port.ts';
-import { isUlid, ulidTime } from '../ids.ts';
 import { isSealed, open, seal, type Sealed } from './cipher.ts';
-import { CONTENT_FIELDS, contentSubject, ERASING_EVENTS, PERSONAL_FIELDS } from './fields.ts';
+import { CONTENT_FIELDS, ERASING_EVENTS, PERSONAL_FIELDS } from './fields.ts';
 import type { KeyStore } from './keyStore.ts';
 
 /** The default width of a content bucket (RETENTION_BUCKET_SECONDS): one day. */
@@ -58,13 +57,12 @@ async function mapPath(node: unknown, path: readonly string[], i: number, fn: (v
   return copy;
 }
 
-/** Seals message content under its channel's time bucket (`CONTENT_FIELDS`), the subject named in the sealed value. */
+/** Seals message content under its channel's time bucket, and a file's name under the file (`CONTENT_FIELDS`), the subject named in the sealed value. */
 async function sealContent(keys: KeyStore, stream: string, e: NewEvent, bucketMs: number): Promise<NewEvent> {
   const spec = CONTENT_FIELDS.get(e.type);
   if (!spec) return e;
-  const loc = spec.locate(stream, e.data as Record<string, unknown>);
-  if (!loc || !isUlid(loc.message)) return e;
-  const subject = contentSubject(loc.channel, ulidTime(loc.message), bucketMs);
+  const subject = spec.subject(stream, e.data as Record<string, unknown>, bucketMs);
+  if (!subject) return e;
   let key: Buffer | null | undefined;
   let data = e.data as Record<string, unknown>;
   for (const p of spec.paths) {
