@@ -284,10 +284,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   }
   let retentionSweeper: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker')) {
-    const { startRetentionSweeper } = await import('./compliance/retention.ts');
+    const [{ startRetentionSweeper }, { uploadJobs }] = await Promise.all([import('./compliance/retention.ts'), import('./compliance/uploadJobs.ts')]);
     const n = config.projectorPartitions;
     const liveEvents = { redis, keys: Array.from({ length: n }, (_, i) => ctl.clientEvents(n, i)) };
-    retentionSweeper = startRetentionSweeper({ store, readModels, blobs, log, now, previews: { redis, prefix: config.redisPrefix }, liveEvents }, config.retentionSweepIntervalMs);
+    retentionSweeper = startRetentionSweeper({ store, readModels, blobs, log, now, previews: { redis, prefix: config.redisPrefix }, liveEvents, uploadJobs: uploadJobs(config.redisUrl, config.redisPrefix) }, config.retentionSweepIntervalMs);
   }
   let mailWorker: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker') && config.email) {

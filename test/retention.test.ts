@@ -15,6 +15,7 @@ import { runAdmin } from '../src/cli/accountsAdmin.ts';
 import { complianceRows, type ComplianceRow } from '../src/compliance/export.ts';
 import { ACTIVE_HOLDS_KEY } from '../src/compliance/holds.ts';
 import { sweepRetention, type RetentionSweepDeps } from '../src/compliance/retention.ts';
+import { uploadJobs } from '../src/compliance/uploadJobs.ts';
 import { CONTENT_SUBJECT, parseContentSubject } from '../src/personal/fields.ts';
 import type { PersonalDataStore } from '../src/personal/store.ts';
 import { isSealed } from '../src/personal/cipher.ts';
@@ -57,8 +58,10 @@ t.test('retention erases expired messages everywhere a reader can reach them, an
     log: s.log,
     now: clock,
     previews: { redis: s.redis, prefix: s.prefix },
+    uploadJobs: uploadJobs(s.config.redisUrl, s.prefix),
     liveEvents: { redis: s.redis, keys: Array.from({ length: s.config.projectorPartitions }, (_, i) => controlKeys(s.prefix).clientEvents(s.config.projectorPartitions, i)) },
   };
+  t.teardown(() => sweepDeps.uploadJobs!.close());
   const [admin, mod, alice, bob] = [await signup(s), await signup(s), await signup(s), await signup(s)];
   for (const [u, role] of [[admin, 'admin'], [mod, 'moderator']] as const) {
     t.equal(await runAdmin(['grant', u.userId, '--role', role], { store: s.store, print: () => {} }), 0);

@@ -41,6 +41,7 @@ import type { ReadModels } from '../readmodel/reader.ts';
 import { aboveId, belowId, fromId } from '../readmodel/records.ts';
 import { activeHoldTargets, holdCovers, type HoldTargets } from './holds.ts';
 import { loadPolicies } from './retentionPolicies.ts';
+import type { UploadJobs } from './uploadJobs.ts';
 
 /** What a sweep needs. */
 export interface RetentionSweepDeps {
@@ -59,6 +60,8 @@ export interface RetentionSweepDeps {
    * since a `Message` event there carries the content as sent.
    */
   liveEvents?: { redis: RedisClient; keys: string[] };
+  /** The finished upload jobs, whose data names the file: removed with the file's bytes. */
+  uploadJobs?: UploadJobs;
   /** The active holds (default: `activeHoldTargets` of the read models). */
   holds?: (reader: ReadModels) => Promise<HoldTargets>;
   /** TEST HOOK: called after each message erased; throwing stops the sweep there, as a kill would. */
@@ -188,7 +191,10 @@ async function erase(deps: RetentionSweepDeps, m: MessageState, channel: string,
     if (err instanceof WrongExpectedRevisionError) return null;
     throw err;
   }
-  for (const id of files) await purgeFileNow({ store: deps.store, readModels: deps.readModels, blobs: deps.blobs, log: deps.log, now: deps.now }, id);
+  for (const id of files) {
+    const purged = await purgeFileNow({ store: deps.store, readModels: deps.readModels, blobs: deps.blobs, log: deps.log, now: deps.now }, id);
+    if (purged) await deps.uploadJobs?.remove(purged.tag, id);
+  }
   if (deps.previews && m.content) {
     const keys = previewCacheKeys(deps.previews.prefix);
     const entries = previewUrls(m.content).map((u) => keys.entry(u));
@@ -228,6 +234,7 @@ export function startRetentionSweeper(deps: RetentionSweepDeps, intervalMs: numb
     async close() {
       clearInterval(timer);
       await running;
+      await deps.uploadJobs?.close();
     },
   };
 }

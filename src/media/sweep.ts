@@ -90,13 +90,13 @@ export async function purgeDetachedFiles(deps: SweepDeps, retentionMs: number, b
 
 /**
  * Purges one detached file now (the retention sweep, for the files of a message it erased: their retention is
- * the message's policy, not DETACHED_FILE_RETENTION_MS); false when there is no record or it changed meanwhile.
+ * the message's policy, not DETACHED_FILE_RETENTION_MS); its record, or null when there is none or it changed meanwhile.
  */
-export async function purgeFileNow(deps: SweepDeps, fileId: string): Promise<boolean> {
+export async function purgeFileNow(deps: SweepDeps, fileId: string): Promise<FileRecord | null> {
   const record = await deps.readModels.getJson<FileRecord>(rm.file(fileId));
-  if (!record) return false;
+  if (!record) return null;
   // Its entry in `rm.detachedFiles` stays: the purge finds no record and drops it (as for any purged file).
-  return expire(deps, fileId, record, 'detached');
+  return (await expire(deps, fileId, record, 'detached')) ? record : null;
 }
 
 /**
