@@ -275,6 +275,21 @@ t.test('retention erases expired messages everywhere a reader can reach them, an
     t.equal(erasedRow.actor, null, 'erased by the system');
   });
 
+  await t.test('a hold on a channel or a server keeps all of it; lifting it releases', async (t) => {
+    t.equal((await admin.api.put(`/admin/retention/channels/${other}`, { max_age_seconds: 60 })).status, 200);
+    for (const target of [{ type: 'channel', id: other }, { type: 'server', id: server.id }]) {
+      await hold('h2', target);
+      const r = await sweepRetention(sweepDeps);
+      t.same([r.erased, r.shredded], [[], []], `a ${target.type} hold: nothing of it erased`);
+      t.equal((await alice.api.get(`/channels/${other}/messages/${m3Id}`)).status, 200);
+      await s.redis.hdel(s.readModels.key(ACTIVE_HOLDS_KEY), 'h2');
+    }
+    const r = await sweepRetention(sweepDeps);
+    t.same(r.erased, [m3Id], 'lifted: erased at the next sweep');
+    t.equal(r.shredded.length, 1, 'with its bucket key');
+    t.equal((await alice.api.get(`/channels/${other}/messages/${m3Id}`)).status, 404);
+  });
+
   await t.test('a rebuild of the read models from the erased log equals the live ones', async (t) => {
     await until('the projector caught up', async () => {
       const head = await s.store.headPosition();

@@ -137,6 +137,8 @@ export async function sweepRetention(deps: RetentionSweepDeps, batch = RETENTION
     if (age === null) continue;
     const cutoff = now - age * 1000;
     const scope = server ?? channel;
+    // A hold on the whole channel or server keeps every message and every bucket: nothing to page through.
+    if (holds.channels.has(channel) || (server != null && holds.servers.has(server))) continue;
     let last: bigint | undefined;
     if (server !== undefined && out.erased.length < batch) {
       let min = '-';

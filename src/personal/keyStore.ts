@@ -85,12 +85,16 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async destroy(subject: string): Promise<void> {
-    const before = this.row(subject);
-    if (before && before.destroyed_at) return;
-    const at = new Date().toISOString();
-    // Recorded before the key goes: a restore re-applies the record, so a crash in between errs on erasure.
-    if (this.erasureLog) recordErasure(this.erasureLog, { subject, at });
-    this.shred.run(subject, at);
+    // Under the write lock (IMMEDIATE): two processes destroying one key at once record it once.
+    const shredOnce = this.db.transaction((at: string) => {
+      const before = this.row(subject);
+      if (before && before.destroyed_at) return false;
+      // Recorded before the key goes: a restore re-applies the record, so a crash in between errs on erasure.
+      if (this.erasureLog) recordErasure(this.erasureLog, { subject, at });
+      this.shred.run(subject, at);
+      return true;
+    });
+    if (!shredOnce.immediate(new Date().toISOString())) return;
     // Move the change out of the WAL into the main file (whose freed page secure_delete zeroed) and empty the WAL.
     this.db.pragma('wal_checkpoint(TRUNCATE)');
   }

@@ -83,16 +83,32 @@ export class PostgresKeyStore implements KeyStore {
   }
 
   async destroy(subject: string): Promise<void> {
-    const before = await this.#row(subject);
-    if (before?.destroyed_at) return;
-    // A dump restored later brings the key back: the erasure record outside the database lets `npm run restore`
-    // destroy it again. Recorded before the key goes, so a crash in between errs on erasure.
-    if (this.#erasureLog) recordErasure(this.#erasureLog, { subject, at: new Date().toISOString() });
-    await this.#pool.query(
-      `INSERT INTO subject_keys (subject, key, destroyed_at) VALUES ($1, NULL, now())
-       ON CONFLICT (subject) DO UPDATE SET key = NULL, destroyed_at = COALESCE(subject_keys.destroyed_at, excluded.destroyed_at)`,
-      [subject],
-    );
+    if ((await this.#row(subject))?.destroyed_at) return;
+    const c = await this.#pool.connect();
+    try {
+      await c.query('BEGIN');
+      // One destroyer of a subject at a time (processes of several machines): the record is written once.
+      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`stoat-key:${subject}`]);
+      const again = await c.query<KeyRow>('SELECT key, destroyed_at FROM subject_keys WHERE subject = $1', [subject]);
+      if (again.rows[0]?.destroyed_at) {
+        await c.query('COMMIT');
+        return;
+      }
+      // A dump restored later brings the key back: the erasure record outside the database lets `npm run restore`
+      // destroy it again. Recorded before the key goes, so a crash in between errs on erasure.
+      if (this.#erasureLog) recordErasure(this.#erasureLog, { subject, at: new Date().toISOString() });
+      await c.query(
+        `INSERT INTO subject_keys (subject, key, destroyed_at) VALUES ($1, NULL, now())
+         ON CONFLICT (subject) DO UPDATE SET key = NULL, destroyed_at = COALESCE(subject_keys.destroyed_at, excluded.destroyed_at)`,
+        [subject],
+      );
+      await c.query('COMMIT');
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      c.release();
+    }
     // The update left the old row version (with the key) in its page: VACUUM prunes it (outside any transaction).
     await this.#pool.query(`VACUUM ${this.#schema}.subject_keys`);
   }

@@ -167,12 +167,15 @@ async function openPersonal(cache: KeyCache, e: RecordedEvent): Promise<Recorded
 export interface PersonalDataStoreOptions {
   /** Width of a message-content bucket (RETENTION_BUCKET_SECONDS × 1000) for new content. */
   contentBucketMs?: number;
+  /** False for a reader that must not repeat key destructions its subscription delivers (the search indexer thread). */
+  repeatErasures?: boolean;
 }
 
 /** The boundary. `inner` is the store as it is on disk (for migration and adapter-specific calls). */
 export class PersonalDataStore implements EventStore {
   /** Width of the content buckets new messages are sealed in. */
   readonly contentBucketMs: number;
+  private readonly repeatErasures: boolean;
 
   constructor(
     readonly inner: EventStore,
@@ -180,6 +183,7 @@ export class PersonalDataStore implements EventStore {
     options: PersonalDataStoreOptions = {},
   ) {
     this.contentBucketMs = options.contentBucketMs ?? DEFAULT_CONTENT_BUCKET_MS;
+    this.repeatErasures = options.repeatErasures ?? true;
   }
 
   private async sealAll(stream: string, events: NewEvent[]): Promise<NewEvent[]> {
@@ -252,7 +256,7 @@ export class PersonalDataStore implements EventStore {
         for (const e of events) opened.push(await openEvent(cache, e));
         // The projector sees every erasing event: it repeats the destruction, which closes the window of a
         // process that appended the event and died before destroying the key.
-        await this.erase(events.map((e) => ({ stream: e.stream, events: [e] })).filter((w) => ERASING_EVENTS.has(w.events[0]!.type)));
+        if (this.repeatErasures) await this.erase(events.map((e) => ({ stream: e.stream, events: [e] })).filter((w) => ERASING_EVENTS.has(w.events[0]!.type)));
         return options.onEvents(opened);
       },
     });

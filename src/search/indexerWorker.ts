@@ -16,8 +16,9 @@ const data = workerData as IndexerThreadData;
 const port = parentPort!;
 const post = (m: IndexerThreadMessage) => port.postMessage(m);
 const log = createLogger(data.logLevel, { thread: 'search-indexer' });
-// Message content is sealed under its channel's time bucket (retention): read through the boundary.
-const store = new PersonalDataStore(await openEventStore(data.store), await openConfiguredKeyStore(data.keys ?? { dataDir: data.store.dataDir, eventStoreUrl: data.store.eventStoreUrl, keyStoreUrl: undefined }));
+// Message content is sealed under its channel's time bucket (retention): read through the boundary (which
+// leaves repeating key destructions to the projector: two threads repeating one would record it twice).
+const store = new PersonalDataStore(await openEventStore(data.store), await openConfiguredKeyStore(data.keys ?? { dataDir: data.store.dataDir, eventStoreUrl: data.store.eventStoreUrl, keyStoreUrl: undefined }), { repeatErasures: false });
 const indexer = new SearchIndexer({ store, file: data.file, log, leaseMs: data.leaseMs, holder: data.holder, onActive: (active) => post({ active }) });
 indexer.start();
 void indexer.caughtUp.then(() => post({ caughtUp: true }));
