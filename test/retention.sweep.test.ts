@@ -22,6 +22,10 @@ import { newId, ulidTime } from '../src/ids.ts';
 import { isSealed } from '../src/personal/cipher.ts';
 import { contentSubject, CONTENT_SUBJECT, parseContentSubject } from '../src/personal/fields.ts';
 import { SqliteKeyStore } from '../src/personal/keyStore.ts';
+import { PostgresKeyStore } from '../src/personal/keyStorePostgres.ts';
+import { openPostgresEventStore } from '../src/eventstore/postgres.ts';
+import pg from 'pg';
+import { testDatabase } from './helpers/postgres.ts';
 import { PersonalDataStore } from '../src/personal/store.ts';
 import { signup } from './helpers/http.ts';
 import { createServer } from './helpers/servers.ts';
@@ -92,6 +96,29 @@ t.test('content is sealed under its channel’s time bucket; a destroyed bucket 
   t.ok(await keys.destroyed(`file:${file}`));
   const f = (await store.readStream(`file-${file}`))[0]!.data as any;
   t.same([f.erased, f.file.filename, f.file._id], [true, undefined, file], 'the file’s name is gone, its id stays');
+});
+
+t.test('on PostgreSQL (event store and key store): sealed in the rows, erased with the bucket key', async (t) => {
+  const url = await testDatabase(t, 'retention_pg');
+  const raw = await openPostgresEventStore(url);
+  const keys = await PostgresKeyStore.open(url);
+  const store = new PersonalDataStore(raw, keys, { contentBucketMs: 1000 });
+  t.teardown(() => store.close());
+  const channel = newId();
+  const m = newId();
+  await store.append(`message-${m}`, [ev('MessageSent', { message: { _id: m, channel, author: 'a', content: 'postgres words', embeds: [{ type: 'Text', title: 'postgres title' }] } })], 'no_stream');
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  t.teardown(() => c.end());
+  const rows = async () => (await c.query<{ data: string }>("SELECT data::text AS data FROM events WHERE stream LIKE 'message-%'")).rows.map((r) => r.data).join('\n');
+  t.notOk((await rows()).includes('postgres words') || (await rows()).includes('postgres title'), 'no content in the rows');
+  t.equal(((await store.readStream(`message-${m}`))[0]!.data as any).message.content, 'postgres words', 'it opens');
+  const subject = contentSubject(channel, ulidTime(m), 1000);
+  t.same(await keys.liveSubjects(CONTENT_SUBJECT), [subject]);
+  await store.append(contentKeyStream(channel, 0), [ev('RetentionBucketShredded', { channel, subject, from: 'x', to: 'y' })], 'no_stream');
+  t.ok(await keys.destroyed(subject));
+  const data = (await store.readStream(`message-${m}`))[0]!.data as any;
+  t.same([data.erased, data.message.content, data.message.embeds], [true, undefined, undefined], 'erased once the key is gone');
 });
 
 t.test('a restore of an older backup destroys the bucket keys destroyed since', async (t) => {
