@@ -25,6 +25,11 @@ import type { KeyStore } from './keyStore.ts';
 /** The default width of a content bucket (RETENTION_BUCKET_SECONDS): one day. */
 export const DEFAULT_CONTENT_BUCKET_MS = 86_400_000;
 
+/** How long a content key fetched for sealing is reused (ms). */
+const SEAL_KEY_TTL_MS = 10_000;
+/** Content keys kept for sealing at most. */
+const SEAL_KEY_CACHE_MAX = 10_000;
+
 /** Marks a value to be left out of its object (or array). */
 const DROP = Symbol('drop');
 
@@ -58,7 +63,7 @@ async function mapPath(node: unknown, path: readonly string[], i: number, fn: (v
 }
 
 /** Seals message content under its channel's time bucket, and a file's name under the file (`CONTENT_FIELDS`), the subject named in the sealed value. */
-async function sealContent(keys: KeyStore, stream: string, e: NewEvent, bucketMs: number): Promise<NewEvent> {
+async function sealContent(keys: Pick<KeyStore, 'keyFor'>, stream: string, e: NewEvent, bucketMs: number): Promise<NewEvent> {
   const spec = CONTENT_FIELDS.get(e.type);
   if (!spec) return e;
   const subject = spec.subject(stream, e.data as Record<string, unknown>, bucketMs);
@@ -186,8 +191,27 @@ export class PersonalDataStore implements EventStore {
     this.repeatErasures = options.repeatErasures ?? true;
   }
 
+  /**
+   * Content keys recently used for sealing (a send per message: the key store is not asked each time). A key
+   * destroyed meanwhile by another process may still seal content for up to SEAL_KEY_TTL_MS: content of a
+   * bucket that is gone already, which then never opens (its key is destroyed) — erased, never plain.
+   */
+  private readonly sealKeys = new Map<string, { key: Buffer | null; until: number }>();
+
+  private readonly contentKeys: Pick<KeyStore, 'keyFor'> = {
+    keyFor: async (subject) => {
+      const now = Date.now();
+      const hit = this.sealKeys.get(subject);
+      if (hit && hit.until > now) return hit.key;
+      const key = await this.keys.keyFor(subject);
+      if (this.sealKeys.size >= SEAL_KEY_CACHE_MAX) this.sealKeys.delete(this.sealKeys.keys().next().value as string);
+      this.sealKeys.set(subject, { key, until: now + SEAL_KEY_TTL_MS });
+      return key;
+    },
+  };
+
   private async sealAll(stream: string, events: NewEvent[]): Promise<NewEvent[]> {
-    return Promise.all(events.map(async (e) => sealContent(this.keys, stream, await sealEvent(this.keys, stream, e), this.contentBucketMs)));
+    return Promise.all(events.map(async (e) => sealContent(this.contentKeys, stream, await sealEvent(this.keys, stream, e), this.contentBucketMs)));
   }
 
   private async erase(writes: Array<{ stream: string; events: Array<{ type: string; data: unknown }> }>): Promise<void> {
@@ -195,7 +219,10 @@ export class PersonalDataStore implements EventStore {
       for (const e of w.events) {
         const subjectOf = ERASING_EVENTS.get(e.type);
         const subject = subjectOf?.(w.stream, e.data as Record<string, unknown>);
-        if (subject) await this.keys.destroy(subject);
+        if (subject) {
+          this.sealKeys.delete(subject);
+          await this.keys.destroy(subject);
+        }
       }
     }
   }
