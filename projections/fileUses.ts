@@ -47,8 +47,10 @@ function detach(tx: ProjectionTx, e: StoredEvent, ...fileIds: Array<string | und
   for (const id of fileIds) {
     if (id === undefined) continue;
     tx.setJson(rm.fileDetached(id), { at: e.metadata.at, by: e.type });
-    // Queued for the purge of its bytes (src/media/sweep.ts) once DETACHED_FILE_RETENTION_MS has passed.
-    tx.zadd(rm.detachedFiles(), Date.parse(e.metadata.at), id);
+    // Queued for the purge of its bytes (src/media/sweep.ts) once DETACHED_FILE_RETENTION_MS has passed; the
+    // files of a message retention erased are past it already (score 0: the next purge takes them; the sweep
+    // that erased the message purges them at once, this is the net for a sweep killed in between).
+    tx.zadd(rm.detachedFiles(), e.type === 'MessageErased' ? 0 : Date.parse(e.metadata.at), id);
   }
 }
 
@@ -77,6 +79,7 @@ export const fileUsesProjection: Projection = {
     'MessageSent',
     'MessageEdited',
     'MessageDeleted',
+    'MessageErased',
     'UserEdited',
     'AccountDeleted',
     'ServerEdited',
@@ -118,6 +121,12 @@ export const fileUsesProjection: Projection = {
         const ids = messageFiles(before);
         detach(tx, e, ...ids);
         if (ids.length) tx.hdel(rm.channelFiles(e.data.channel), ...ids);
+        return;
+      }
+      case 'MessageErased': {
+        // The files are in the event (a rebuild drops the erased send, so there is no message to read them from).
+        detach(tx, e, ...e.data.files);
+        if (e.data.files.length) tx.hdel(rm.channelFiles(e.data.channel), ...e.data.files);
         return;
       }
       case 'UserEdited':

@@ -20,6 +20,7 @@ import { relationshipsProjection } from './relationships.ts';
 import { privateChannelsProjection } from './privateChannels.ts';
 import { botsProjection } from './bots.ts';
 import { webhooksProjection } from './webhooks.ts';
+import { retentionProjection } from './retention.ts';
 import type { Projection } from './types.ts';
 
 export const PROJECTIONS: readonly Projection[] = [
@@ -41,4 +42,5 @@ export const PROJECTIONS: readonly Projection[] = [
   holdsProjection,
   voiceProjection,
   botsProjection,
+  retentionProjection,
 ];

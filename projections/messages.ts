@@ -80,6 +80,10 @@ async function applyMessageEvent(e: StoredEvent, tx: ProjectionTx): Promise<void
       if (e.data.bulkIds) tx.emit(route, { type: 'BulkMessageDelete', channel: channelId, ids: e.data.bulkIds });
       else if (!e.data.inBulk) tx.emit(route, { type: 'MessageDelete', id: messageId, channel: channelId });
       return;
+    case 'MessageErased':
+      // Clients know no erasure: Stoat's MessageDelete makes them drop it (from pins and reply previews too).
+      tx.emit(route, { type: 'MessageDelete', id: messageId, channel: channelId });
+      return;
     default:
       return;
   }

@@ -132,6 +132,10 @@ const schema = z
     UNATTACHED_FILE_MAX_AGE_MS: z.coerce.number().int().min(1_000).max(365 * 86_400_000).default(86_400_000),
     FILE_SWEEP_INTERVAL_MS: z.coerce.number().int().min(0).max(86_400_000).default(600_000),
     DETACHED_FILE_RETENTION_MS: z.coerce.number().int().min(0).max(3650 * 86_400_000).default(7 * 86_400_000),
+    /** Milliseconds between two retention sweeps of a worker (0 = never). */
+    RETENTION_SWEEP_INTERVAL_MS: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
+    /** Width of the time buckets message content is sealed in (seconds); new messages only. */
+    RETENTION_BUCKET_SECONDS: z.coerce.number().int().min(1).max(366 * 86_400).default(86_400),
     /** Milliseconds an upload's body may go without a byte before it is answered 408 and dropped. */
     UPLOAD_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
     /** Milliseconds an upload's whole body may take to arrive before it is answered 408 and dropped. */
@@ -387,6 +391,10 @@ export interface Config {
   fileSweepIntervalMs: number;
   /** DETACHED_FILE_RETENTION_MS: how long the bytes of a file nothing uses any more (not served) are kept. */
   detachedFileRetentionMs: number;
+  /** RETENTION_SWEEP_INTERVAL_MS: how often a worker runs the retention sweep; 0 = never. */
+  retentionSweepIntervalMs: number;
+  /** RETENTION_BUCKET_SECONDS × 1000: the width of a message-content key's time bucket. */
+  retentionBucketMs: number;
   /** An upload body with no byte for this long (ms) is cut off: 408 (slow-loris). */
   uploadIdleTimeoutMs: number;
   /** An upload body not received within this long (ms) is cut off: 408. */
@@ -600,6 +608,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     unattachedFileMaxAgeMs: c.UNATTACHED_FILE_MAX_AGE_MS,
     fileSweepIntervalMs: c.FILE_SWEEP_INTERVAL_MS,
     detachedFileRetentionMs: c.DETACHED_FILE_RETENTION_MS,
+    retentionSweepIntervalMs: c.RETENTION_SWEEP_INTERVAL_MS,
+    retentionBucketMs: c.RETENTION_BUCKET_SECONDS * 1000,
     uploadIdleTimeoutMs: c.UPLOAD_IDLE_TIMEOUT_MS,
     uploadBodyTimeoutMs: c.UPLOAD_BODY_TIMEOUT_MS,
     shutdownDrainMs: c.SHUTDOWN_DRAIN_MS,

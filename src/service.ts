@@ -196,7 +196,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   // Personal fields are sealed on append and opened on read (src/personal/); keys live outside the log.
   // Appends are timed and counted (eventstore_* metrics) under the sealing; everything else is the store itself.
   const keys = await openConfiguredKeyStore(config);
-  const store = new PersonalDataStore(instrumentStore(rawStore), keys);
+  const store = new PersonalDataStore(instrumentStore(rawStore), keys, { contentBucketMs: config.retentionBucketMs });
   const secrets = await serviceSecrets(config, keys);
   const vapid = await resolveVapid(config, keys);
   const mail = config.email && config.roles.includes('api') ? openMailQueue(config.redisUrl, config.redisPrefix, config.mailRetry, log) : undefined;
@@ -268,7 +268,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     searchIndexer = new SearchIndexer({ store, file: searchFile, log, leaseMs: config.projectorLeaseMs });
     searchIndexer.start();
   } else if (config.roles.includes('projector')) {
-    indexerThread = new SearchIndexerThread({ store: { eventStoreUrl: config.eventStoreUrl, dataDir: config.dataDir, pgTimeouts: config.pgTimeouts }, file: searchFile, leaseMs: config.projectorLeaseMs, logLevel: config.logLevel }, log);
+    const keysAt = { dataDir: config.dataDir, eventStoreUrl: config.eventStoreUrl, keyStoreUrl: config.keyStoreUrl, erasureLog: config.erasureLog };
+    indexerThread = new SearchIndexerThread({ store: { eventStoreUrl: config.eventStoreUrl, dataDir: config.dataDir, pgTimeouts: config.pgTimeouts }, keys: keysAt, file: searchFile, leaseMs: config.projectorLeaseMs, logLevel: config.logLevel }, log);
     indexerThread.start();
     searchIndexer = indexerThread;
   }
@@ -287,6 +288,13 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   if (config.roles.includes('worker')) {
     const { startFileSweeper } = await import('./media/sweep.ts');
     fileSweeper = startFileSweeper({ store, readModels, blobs, log, now }, config.fileSweepIntervalMs, config.unattachedFileMaxAgeMs, config.detachedFileRetentionMs);
+  }
+  let retentionSweeper: { close(): Promise<void> } | undefined;
+  if (config.roles.includes('worker')) {
+    const [{ startRetentionSweeper }, { uploadJobs }] = await Promise.all([import('./compliance/retention.ts'), import('./compliance/uploadJobs.ts')]);
+    const n = config.projectorPartitions;
+    const liveEvents = { redis, keys: Array.from({ length: n }, (_, i) => ctl.clientEvents(n, i)) };
+    retentionSweeper = startRetentionSweeper({ store, readModels, blobs, log, now, previews: { redis, prefix: config.redisPrefix }, liveEvents, uploadJobs: uploadJobs(config.redisUrl, config.redisPrefix) }, config.retentionSweepIntervalMs);
   }
   let mailWorker: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker') && config.email) {
@@ -417,6 +425,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         };
         await bounded('uploads', uploads?.close());
         await bounded('fileSweeper', fileSweeper?.close());
+        await bounded('retentionSweeper', retentionSweeper?.close());
         await bounded('mediaWorkers', mediaWorkers?.close());
         await bounded('mailWorker', mailWorker?.close());
         await bounded('previewWorker', previewWorker?.close());

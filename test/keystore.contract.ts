@@ -118,4 +118,19 @@ export async function keyStoreContract(t: Tap.Test, name: string, site: () => Pr
     const again = await s.open();
     t.same(await again.serviceSecret('master', 32), x, 'kept across a reopen');
   });
+
+  t.test(`${name}: the live subjects of a prefix, in order, without destroyed or other keys (retention buckets)`, async (t) => {
+    const s = await withSite(t);
+    const [one, two] = await Promise.all([s.open(), s.open()]);
+    for (const subject of ['content:B:000000000002000:1000', 'content:A:000000000001000:1000', 'content:A:000000000000000:1000', 'contentx', 'file:f1', '01ARZ3NDEKTSV4RRFFQ69G5FAV']) {
+      await one.keyFor(subject);
+    }
+    await one.lookup('content:C:000000000000000:1000');
+    t.same(await two.liveSubjects('content:'), ['content:A:000000000000000:1000', 'content:A:000000000001000:1000', 'content:B:000000000002000:1000'], 'only that prefix, in order; a lookup creates nothing');
+    await two.destroy('content:A:000000000001000:1000');
+    t.same(await one.liveSubjects('content:'), ['content:A:000000000000000:1000', 'content:B:000000000002000:1000'], 'a destroyed key is not live');
+    t.same(await one.liveSubjects('content:A:'), ['content:A:000000000000000:1000']);
+    t.same(await one.liveSubjects('nothing'), []);
+    t.same(await one.liveSubjects('%'), [], 'the prefix is text, not a pattern');
+  });
 }

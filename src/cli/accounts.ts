@@ -6,6 +6,7 @@
  *   admin grant|revoke|list …   instance moderators and admins (src/cli/accountsAdmin.ts)
  *   policy add|list …    the policy changes of POLICY_CHANGES (src/cli/accountsPolicy.ts)
  *   hold add|lift|list … legal holds on a server, a channel or a user (src/cli/accountsHolds.ts)
+ *   retention set|list … the message retention policies (src/cli/accountsRetention.ts)
  */
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../config.ts';
@@ -20,8 +21,9 @@ import type { ServiceSecrets } from '../domain/account/secrets.ts';
 import { ADMIN_USAGE, runAdmin } from './accountsAdmin.ts';
 import { POLICY_USAGE, runPolicy } from './accountsPolicy.ts';
 import { HOLD_USAGE, runHold } from './accountsHolds.ts';
+import { RETENTION_USAGE, runRetention } from './accountsRetention.ts';
 
-const USAGE = `usage: npm run accounts -- invite create | invite list\n${ADMIN_USAGE}\n${POLICY_USAGE}\n${HOLD_USAGE}`;
+const USAGE = `usage: npm run accounts -- invite create | invite list\n${ADMIN_USAGE}\n${POLICY_USAGE}\n${HOLD_USAGE}\n${RETENTION_USAGE}`;
 
 /** Creates an invite and returns its code. */
 export async function createAccountInvite(store: EventStore, secrets: ServiceSecrets): Promise<string> {
@@ -55,6 +57,7 @@ export async function runAccounts(args: string[], out: (line: string) => void = 
   const [group, command] = args;
   if (group === 'admin') return runAdmin(args.slice(1));
   if (group === 'hold') return runHold(args.slice(1), { print: out });
+  if (group === 'retention') return runRetention(args.slice(1), { print: out });
   if (group === 'policy') return runPolicy(args.slice(1), loadConfig().policyChangesFile, { print: out });
   if (group !== 'invite' || (command !== 'create' && command !== 'list')) {
     console.error(USAGE);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { ConfigError, loadConfig } from '../config.ts';
 import { upcast } from '../domain/events.ts';
-import { openEventStore } from '../eventstore/open.ts';
+import { openReadableEventStore } from '../personal/open.ts';
 import { SearchIndex } from '../search/index.ts';
 import { progressBar } from './progress.ts';
 
@@ -24,7 +24,7 @@ try {
     index.close();
   } else {
     index.reset();
-    const store = await openEventStore(config);
+    const store = await openReadableEventStore(config);
     let count = 0;
     for await (const _ of store.readAll()) count++;
     const bar = progressBar('search index', count);

@@ -9,8 +9,9 @@
  * is looked up by reading its own stream up to the event, which gives the content it had just before.
  *
  * Content that cannot be read — a personal field whose key was destroyed (the personal-data boundary leaves it
- * out), a value still sealed after opening, an event marked `erased` — is shown as erased (`erased: true`,
- * `content: null`), never as an error.
+ * out), a value still sealed after opening, an event marked `erased` (message content whose retention bucket
+ * key was destroyed) — is shown as erased (`erased: true`, `content: null`), never as an error. A message
+ * retention erased also has its own row (`message_erased`: id, author, channel, time, `erased: true`).
  */
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
 import { isSealed } from '../personal/cipher.ts';
@@ -68,6 +69,7 @@ export const COMPLIANCE_KINDS = [
   'message_sent',
   'message_edited',
   'message_deleted',
+  'message_erased',
   'message_pinned',
   'message_unpinned',
   'reaction_added',
@@ -188,6 +190,9 @@ function applyFacts(facts: MessageFacts, e: RecordedEvent): void {
     facts.author = typeof m.author === 'string' ? m.author : null;
     facts.channel = typeof m.channel === 'string' ? m.channel : null;
     facts.content = sentContent(d);
+  } else if (e.type === 'MessageErased') {
+    facts.content = ERASED;
+    if (typeof d.author === 'string') facts.author = d.author;
   } else if (e.type === 'MessageEdited') {
     const data = (d.data ?? {}) as Record<string, unknown>;
     if (d.erased === true || isSealed(data.content)) facts.content = ERASED;
@@ -199,6 +204,7 @@ const MESSAGE_TYPES = new Set([
   'MessageSent',
   'MessageEdited',
   'MessageDeleted',
+  'MessageErased',
   'MessagePinned',
   'MessageUnpinned',
   'MessageReacted',
@@ -302,6 +308,7 @@ function messageRow(e: RecordedEvent, id: string, channel: string | null, server
     MessageSent: 'message_sent',
     MessageEdited: 'message_edited',
     MessageDeleted: 'message_deleted',
+    MessageErased: 'message_erased',
     MessagePinned: 'message_pinned',
     MessageUnpinned: 'message_unpinned',
     MessageReacted: 'reaction_added',
@@ -329,6 +336,10 @@ function messageRow(e: RecordedEvent, id: string, channel: string | null, server
     row.content = before.content === ERASED ? null : before.content;
     row.erased = before.content === ERASED;
     row.bulk = d.inBulk === true || Array.isArray(d.bulkIds);
+  } else if (e.type === 'MessageErased') {
+    // What the audit keeps of an expired message: id, author, channel, time; the content is gone.
+    row.erased = true;
+    if (Array.isArray(d.files) && d.files.length) row.attachments = d.files.map(String);
   } else if (e.type === 'MessagePinned' || e.type === 'MessageUnpinned') {
     if (typeof d.by === 'string') row.actor = d.by;
   } else if (e.type === 'MessageReacted' || e.type === 'MessageUnreacted') {

@@ -20,6 +20,7 @@ import { voiceEvents } from './voice/events.ts';
 import { botEvents } from './bot/events.ts';
 import { webhookEvents } from './webhook/events.ts';
 import { holdEvents } from './hold/events.ts';
+import { retentionEvents } from './retention/events.ts';
 
 /** Every event schema by type name. Add an aggregate's schemas here. */
 export const EVENT_SCHEMAS = {
@@ -37,6 +38,7 @@ export const EVENT_SCHEMAS = {
   ...botEvents,
   ...webhookEvents,
   ...holdEvents,
+  ...retentionEvents,
 } as const satisfies Record<string, z.ZodType>;
 
 /** Name of every event type. */

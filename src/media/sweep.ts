@@ -89,6 +89,17 @@ export async function purgeDetachedFiles(deps: SweepDeps, retentionMs: number, b
 }
 
 /**
+ * Purges one detached file now (the retention sweep, for the files of a message it erased: their retention is
+ * the message's policy, not DETACHED_FILE_RETENTION_MS); its record, or null when there is none or it changed meanwhile.
+ */
+export async function purgeFileNow(deps: SweepDeps, fileId: string): Promise<FileRecord | null> {
+  const record = await deps.readModels.getJson<FileRecord>(rm.file(fileId));
+  if (!record) return null;
+  // Its entry in `rm.detachedFiles` stays: the purge finds no record and drops it (as for any purged file).
+  return (await expire(deps, fileId, record, 'detached')) ? record : null;
+}
+
+/**
  * Runs the sweep of unattached uploads and the purge of detached files every `intervalMs` (0: never) until
  * stopped; a failed run is logged and retried next time.
  */

@@ -1,10 +1,15 @@
 /** Sealing one personal field: AES-256-GCM, bound to its subject and field name (associated data). */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
-/** A sealed field as it is stored in an event: `{"$pd": 1, "c": base64url(iv ‖ tag ‖ ciphertext)}`. */
+/**
+ * A sealed field as it is stored in an event: `{"$pd": 1, "c": base64url(iv ‖ tag ‖ ciphertext)}`; message
+ * content also names its subject (`s`, a channel's time bucket: `fields.ts` CONTENT_FIELDS).
+ */
 export interface Sealed {
   $pd: 1;
   c: string;
+  /** The subject whose key sealed it, when it cannot be derived from the event (message content). */
+  s?: string;
 }
 
 /** True for a sealed value (never a plain one: event schemas do not allow a `$pd` key). */

@@ -28,6 +28,8 @@ export interface KeyStore {
   destroyed(subject: string): Promise<boolean>;
   /** Records (in the erasure record, for restores) that the subject's account was deleted while a legal hold kept its key; idempotent. */
   keep(subject: string): Promise<void>;
+  /** The subjects starting with `prefix` whose keys exist and were not destroyed, in order. */
+  liveSubjects(prefix: string): Promise<string[]>;
   /** A named service secret of `bytes` random bytes, created once and kept. */
   serviceSecret(name: string, bytes: number): Promise<Buffer>;
   close(): Promise<void>;
@@ -41,6 +43,7 @@ export class SqliteKeyStore implements KeyStore {
   private readonly shred: Database.Statement;
   private readonly getSecret: Database.Statement;
   private readonly insertSecret: Database.Statement;
+  private readonly live: Database.Statement;
 
   /** `erasureLog`: the append-only record every destruction is also written to (src/backup/erasures.ts). */
   constructor(
@@ -64,6 +67,7 @@ export class SqliteKeyStore implements KeyStore {
     );
     this.getSecret = this.db.prepare('SELECT secret FROM service_secrets WHERE name = ?');
     this.insertSecret = this.db.prepare('INSERT OR IGNORE INTO service_secrets (name, secret) VALUES (?, ?)');
+    this.live = this.db.prepare('SELECT subject FROM subject_keys WHERE substr(subject, 1, length(@p)) = @p AND key IS NOT NULL ORDER BY subject');
   }
 
   private row(subject: string): { key: Buffer | null; destroyed_at: string | null } | undefined {
@@ -83,12 +87,16 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async destroy(subject: string): Promise<void> {
-    const before = this.row(subject);
-    if (before && before.destroyed_at) return;
-    const at = new Date().toISOString();
-    // Recorded before the key goes: a restore re-applies the record, so a crash in between errs on erasure.
-    if (this.erasureLog) recordErasure(this.erasureLog, { subject, at });
-    this.shred.run(subject, at);
+    // Under the write lock (IMMEDIATE): two processes destroying one key at once record it once.
+    const shredOnce = this.db.transaction((at: string) => {
+      const before = this.row(subject);
+      if (before && before.destroyed_at) return false;
+      // Recorded before the key goes: a restore re-applies the record, so a crash in between errs on erasure.
+      if (this.erasureLog) recordErasure(this.erasureLog, { subject, at });
+      this.shred.run(subject, at);
+      return true;
+    });
+    if (!shredOnce.immediate(new Date().toISOString())) return;
     // Move the change out of the WAL into the main file (whose freed page secure_delete zeroed) and empty the WAL.
     this.db.pragma('wal_checkpoint(TRUNCATE)');
   }
@@ -99,6 +107,10 @@ export class SqliteKeyStore implements KeyStore {
 
   async keep(subject: string): Promise<void> {
     if (this.erasureLog) recordHeldDeletion(this.erasureLog, subject);
+  }
+
+  async liveSubjects(prefix: string): Promise<string[]> {
+    return (this.live.all({ p: prefix }) as Array<{ subject: string }>).map((r) => r.subject);
   }
 
   async serviceSecret(name: string, bytes: number): Promise<Buffer> {

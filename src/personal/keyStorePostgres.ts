@@ -83,16 +83,37 @@ export class PostgresKeyStore implements KeyStore {
   }
 
   async destroy(subject: string): Promise<void> {
-    const before = await this.#row(subject);
-    if (before?.destroyed_at) return;
-    // A dump restored later brings the key back: the erasure record outside the database lets `npm run restore`
-    // destroy it again. Recorded before the key goes, so a crash in between errs on erasure.
-    if (this.#erasureLog) recordErasure(this.#erasureLog, { subject, at: new Date().toISOString() });
-    await this.#pool.query(
-      `INSERT INTO subject_keys (subject, key, destroyed_at) VALUES ($1, NULL, now())
-       ON CONFLICT (subject) DO UPDATE SET key = NULL, destroyed_at = COALESCE(subject_keys.destroyed_at, excluded.destroyed_at)`,
-      [subject],
-    );
+    if ((await this.#row(subject))?.destroyed_at) return;
+    const c = await this.#pool.connect();
+    try {
+      await c.query('BEGIN');
+      // One destroyer of a subject at a time (processes of several machines): the record is written once.
+      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`stoat-key:${subject}`]);
+      const again = await c.query<KeyRow>('SELECT key, destroyed_at FROM subject_keys WHERE subject = $1', [subject]);
+      // Destroyed meanwhile by another process: its VACUUM may have run while this transaction's snapshot still
+      // kept the old row version alive, so this one vacuums too (below).
+      if (!again.rows[0]?.destroyed_at) {
+        // A dump restored later brings the key back: the erasure record outside the database lets `npm run restore`
+        // destroy it again. Recorded before the key goes, so a crash in between errs on erasure.
+        if (this.#erasureLog) recordErasure(this.#erasureLog, { subject, at: new Date().toISOString() });
+        await c.query(
+          `INSERT INTO subject_keys (subject, key, destroyed_at) VALUES ($1, NULL, now())
+           ON CONFLICT (subject) DO UPDATE SET key = NULL, destroyed_at = COALESCE(subject_keys.destroyed_at, excluded.destroyed_at)`,
+          [subject],
+        );
+      }
+      await c.query('COMMIT');
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => {});
+      c.release();
+      throw err;
+    }
+    c.release();
+    await this.#vacuum();
+  }
+
+  /** Prunes the old row versions (holding destroyed keys' bytes) from the table's pages (outside any transaction). */
+  async #vacuum(): Promise<void> {
     // The update left the old row version (with the key) in its page: VACUUM prunes it (outside any transaction).
     await this.#pool.query(`VACUUM ${this.#schema}.subject_keys`);
   }
@@ -103,6 +124,14 @@ export class PostgresKeyStore implements KeyStore {
 
   async destroyed(subject: string): Promise<boolean> {
     return Boolean((await this.#row(subject))?.destroyed_at);
+  }
+
+  async liveSubjects(prefix: string): Promise<string[]> {
+    const r = await this.#pool.query<{ subject: string }>(
+      'SELECT subject FROM subject_keys WHERE left(subject, length($1)) = $1 AND key IS NOT NULL ORDER BY subject COLLATE "C"',
+      [prefix],
+    );
+    return r.rows.map((row) => row.subject);
   }
 
   async serviceSecret(name: string, bytes: number): Promise<Buffer> {

@@ -17,7 +17,7 @@ export async function serviceSecrets(config: Config, keys: KeyStore): Promise<Se
 
 /** The event store behind the personal-data boundary (what the operator tools read through). */
 export async function openReadableEventStore(config: Config, raw?: EventStore): Promise<PersonalDataStore> {
-  return new PersonalDataStore(raw ?? (await openEventStore(config)), await openConfiguredKeyStore(config));
+  return new PersonalDataStore(raw ?? (await openEventStore(config)), await openConfiguredKeyStore(config), { contentBucketMs: config.retentionBucketMs });
 }
 
 export { openEventStore };

@@ -17,8 +17,10 @@
  *    sorted set of ids beside a hash of the messages.
  * 3: a channel's `last_message_id` moved out of `channel:<id>` / `pchannel:<id>` into `lastmsg:<id>`, so a
  *    message sent no longer rewrites (and drops from every API process's fact cache) the channel it is in.
+ * 4: retention (issue 39): `retention:policies` and `retention:channels` (every channel a message was sent in,
+ *    which the retention sweep walks) are kept from the log's start, so an older generation is rebuilt.
  */
-export const READ_MODEL_LAYOUT = 3;
+export const READ_MODEL_LAYOUT = 4;
 
 /** What a generation records as its origin: the event store's identity and the read-model layout. */
 export function readModelIdentity(storeIdentity: string): string {
@@ -231,6 +233,10 @@ export const rm = {
   holdIndex: (standing = false) => (standing ? 'holds:standing' : 'holds:index'),
   /** Sorted set (scores 0, members `<ISO time>|<event id>`) of the instance audit log (projection `moderation`). */
   instanceAuditIndex: () => 'instance:audit:index',
+  /** The retention policies (`RetentionPolicies` JSON, projection `retention`). */
+  retentionPolicies: () => 'retention:policies',
+  /** Set of every channel a message was ever sent in: the channels the retention sweep looks at. */
+  messageChannels: () => 'retention:channels',
 
   /** ServerVoiceState JSON: who is in which voice channel of the server, with the `voice-<id>` revision (projection `voice`). */
   serverVoice: (serverId: string) => `voice:${serverId}`,

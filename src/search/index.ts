@@ -38,7 +38,7 @@ export class SearchCheckpointMoved extends Error {
 }
 
 /** Event types the index consumes. */
-export const SEARCH_EVENT_TYPES = new Set(['MessageSent', 'MessageEdited', 'MessagePinned', 'MessageUnpinned', 'MessageDeleted', 'ChannelDeleted', 'ServerDeleted']);
+export const SEARCH_EVENT_TYPES = new Set(['MessageSent', 'MessageEdited', 'MessagePinned', 'MessageUnpinned', 'MessageDeleted', 'MessageErased', 'ChannelDeleted', 'ServerDeleted']);
 
 /** How many of the newest matches of each word a Relevance search ranks. */
 export const RELEVANCE_WINDOW = 1_000;
@@ -169,6 +169,7 @@ export class SearchIndex {
         q.pin.run(0, doc.rowid);
         return;
       case 'MessageDeleted':
+      case 'MessageErased':
         q.deleteText.run(doc.rowid);
         q.deleteDoc.run(doc.rowid);
         return;

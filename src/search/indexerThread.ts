@@ -10,10 +10,16 @@ import { randomUUID } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { StoreLocation } from '../eventstore/open.ts';
+import type { KeyStoreLocation } from '../personal/keyStore.ts';
 
 /** What the main thread hands to the indexer thread. */
 export interface IndexerThreadData {
   store: StoreLocation;
+  /**
+   * The key store message content is opened with (destructions it repeats go to the same erasure record);
+   * default: the one of `store` (KEYSTORE_URL unset).
+   */
+  keys?: KeyStoreLocation;
   file: string;
   leaseMs: number;
   /** The lease holder's name, the same for every thread this process starts (a restart keeps the lease). */

@@ -6,6 +6,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openEventStore } from '../eventstore/open.ts';
 import { SqliteEventStore } from '../eventstore/sqlite.ts';
+import { openConfiguredKeyStore } from '../personal/keyStore.ts';
+import { PersonalDataStore } from '../personal/store.ts';
 import { createLogger } from '../log.ts';
 import { SearchIndexer } from './indexer.ts';
 import type { IndexerThreadData, IndexerThreadMessage } from './indexerThread.ts';
@@ -14,15 +16,15 @@ const data = workerData as IndexerThreadData;
 const port = parentPort!;
 const post = (m: IndexerThreadMessage) => port.postMessage(m);
 const log = createLogger(data.logLevel, { thread: 'search-indexer' });
-// Only message, channel and server events are indexed: none carries sealed personal fields, so the raw
-// store is read (the personal-data boundary is not needed here).
-const store = await openEventStore(data.store);
+// Message content is sealed under its channel's time bucket (retention): read through the boundary (which
+// leaves repeating key destructions to the projector: two threads repeating one would record it twice).
+const store = new PersonalDataStore(await openEventStore(data.store), await openConfiguredKeyStore(data.keys ?? { dataDir: data.store.dataDir, eventStoreUrl: data.store.eventStoreUrl, keyStoreUrl: undefined }), { repeatErasures: false });
 const indexer = new SearchIndexer({ store, file: data.file, log, leaseMs: data.leaseMs, holder: data.holder, onActive: (active) => post({ active }) });
 indexer.start();
 void indexer.caughtUp.then(() => post({ caughtUp: true }));
 port.on('message', (m: unknown) => {
   if (m === 'wake') {
-    if (store instanceof SqliteEventStore) store.wake();
+    if (store.inner instanceof SqliteEventStore) store.inner.wake();
   } else if (m === 'stop') {
     void (async () => {
       await indexer.stop();

@@ -189,6 +189,20 @@ export const messageEvents = {
     bulkIds: z.array(z.string()).optional(),
     inBulk: z.literal(true).optional(),
   }),
+  /**
+   * The retention sweep erased the message: it was older than its channel's policy and no legal hold covered it
+   * (issue 39). Readers drop it as if deleted; the log keeps id, author, channel and time, and its content
+   * becomes unreadable when its time bucket's key is destroyed (`RetentionBucketShredded`).
+   */
+  MessageErased: z.object({
+    channel: z.string(),
+    /** The message's author (kept for the audit: the content goes, who wrote when does not). */
+    author: z.string(),
+    /** Ids of the files it used (attachments, embed media), detached and purged with it. */
+    files: z.array(z.string()),
+    /** The policy that expired it, in seconds. */
+    max_age_seconds: z.number().int().positive(),
+  }),
 };
 
 /** Stream of a message. */

@@ -59,6 +59,7 @@ export function evolveMessage(state: MessageState | null, e: DomainEvent, revisi
       delete s.pinned;
       return s;
     case 'MessageDeleted':
+    case 'MessageErased':
       return null;
     default:
       return s;

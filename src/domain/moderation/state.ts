@@ -44,7 +44,7 @@ export interface InstanceAuditEntry {
   action: string;
   /** Who did it (null: the operator, through the command line). */
   actor: string | null;
-  target: { type: 'User' | 'Report' | 'Message' | 'Server' | 'Hold'; id: string };
+  target: { type: 'User' | 'Report' | 'Message' | 'Server' | 'Hold' | 'Channel' | 'Instance'; id: string };
   reason: string | null;
   at: string;
   /** Action-specific details (the role granted, the suspension's end, the message's channel …). */
