@@ -10,7 +10,7 @@
  */
 import { Queue } from 'bullmq';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
-import { followLog } from '../eventstore/rewind.ts';
+import { FOLLOWER_JOBS_KEPT, followLog } from '../eventstore/rewind.ts';
 import type { Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
 import { MESSAGE_STREAM } from '../domain/message/events.ts';
@@ -56,9 +56,8 @@ export async function startPreviewProducer(o: {
   const opts = {
     attempts: o.attempts,
     backoff: { type: 'exponential', delay: 500 },
-    // Kept an hour after completion, so a second producer adding the same id meanwhile adds nothing.
-    removeOnComplete: { age: 3600 },
-    removeOnFail: { age: 24 * 3600 },
+    // Kept by count: a second producer skips what the shared checkpoint says is handled (FOLLOWER_JOBS_KEPT).
+    ...FOLLOWER_JOBS_KEPT,
   };
   // The checkpoint is checked against the log (src/eventstore/rewind.ts): after a restore or a failover the
   // producer follows the log from its recorded rewind, never previewing a message twice.

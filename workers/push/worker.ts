@@ -35,7 +35,7 @@ import { SYSTEM_AUTHOR, type MessageObject } from '../../src/domain/message/even
 import { RELATIONS_STREAM } from '../../src/domain/relationship/events.ts';
 import { recipientsOf, type PrivateChannelState } from '../../src/domain/private/state.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
-import { followLog } from '../../src/eventstore/rewind.ts';
+import { FOLLOWER_JOBS_KEPT, followLog } from '../../src/eventstore/rewind.ts';
 import type { Logger } from '../../src/log.ts';
 import { timedJob, trackQueue } from '../../src/metrics/registry.ts';
 import { checkUrl, guardedAgents, OutboundRefused } from '../../src/outbound/policy.ts';
@@ -200,9 +200,9 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
   const retry = {
     attempts: push.attempts,
     backoff: { type: 'exponential' as const, delay: push.retryDelayMs },
-    // Kept an hour after success, so the same id added again (a replay) is not delivered twice.
-    removeOnComplete: { age: 3600 },
-    removeOnFail: { age: 24 * 3600 },
+    // Kept by count, not for an hour of traffic: the log follower skips what the shared checkpoint `push:cp`
+    // says is handled, so an id only has to outlive a crashed worker's replay of its last batch (FOLLOWER_JOBS_KEPT).
+    ...FOLLOWER_JOBS_KEPT,
   };
 
   /** Queues a payload to every subscribed session of the user (within the user's budget); returns how many. */
