@@ -4,7 +4,8 @@
  * message) becomes one BullMQ job, added by the worker role's subscription to the log (checkpoint
  * `previews:cp` in Redis, shared by every worker process; the head the first time, so history — and a rebuild
  * of the read models, which does not touch this checkpoint — is never previewed). The job id names the
- * message and the revision of its content: several workers, or a replay after a crash, add it once. A job
+ * message and the revision of its content: a replay after a crash adds it once (the newest 1,000 jobs are
+ * kept), and a worker process that lags another skips what the shared checkpoint says is handled. A job
  * only names the message: the worker reads the content from the message's stream
  * (`workers/previews/worker.ts`), so an edit's job and the send's job never disagree.
  */
@@ -67,6 +68,7 @@ export async function startPreviewProducer(o: {
     cpKey,
     by: 'previews',
     log: o.log,
+    wants: (e) => previewJobOf(e) !== undefined,
     onEvents: async (events) => {
       const jobs = [];
       for (const e of events) {
