@@ -14,6 +14,8 @@
  * worker role) on the same load, in alternating rounds of the same run (`send-default`).
  */
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
@@ -107,8 +109,17 @@ async function commandsProcessed(redis: IORedis): Promise<number> {
   return Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))![1]);
 }
 
-/** The bench's users and channels on a service, and the load's next request. */
-async function load(api: string): Promise<() => { path: string; headers: Record<string, string>; body: string }> {
+/**
+ * A 300-byte message that leaves both jobs: a link (a preview job) and a mention of another member (a push
+ * job; the member has no push subscription, so the job ends at its fan-out).
+ */
+function jobsBody(link: string, mentioned: string): string {
+  const head = `<@${mentioned}> see ${link} `;
+  return JSON.stringify({ content: head + FOOTPRINT_CONTENT.slice(0, 300 - head.length) });
+}
+
+/** The bench's users and channels on a service, and the load's next request (`link`: messages with a link and a mention). */
+async function load(api: string, link?: string): Promise<() => { path: string; headers: Record<string, string>; body: string }> {
   const users: BenchUser[] = [];
   for (let i = 0; i < 10; i++) users.push(await signupUser(api));
   const { channels } = await setupServer(api, users[0]!, 20, users.slice(1));
@@ -116,24 +127,70 @@ async function load(api: string): Promise<() => { path: string; headers: Record<
   return () => {
     const u = users[i % users.length]!;
     const c = channels[Math.floor(i / users.length) % channels.length]!;
+    const body = link ? jobsBody(link, users[(i + 1) % users.length]!.userId) : BODY;
     i++;
-    return { path: `/channels/${c}/messages`, headers: { 'X-Session-Token': u.token, 'Content-Type': 'application/json' }, body: BODY };
+    return { path: `/channels/${c}/messages`, headers: { 'X-Session-Token': u.token, 'Content-Type': 'application/json' }, body };
   };
 }
 
 function env(redisUrl: string, prefix: string, dataDir: string, roles?: string): Record<string, string> {
-  return { ...(roles ? { ROLES: roles } : {}), RATE_LIMITS: 'off', API_PORT: '0', MEDIA_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, REDIS_URL: redisUrl, REDIS_PREFIX: prefix };
+  // Loopback pages may be previewed (the jobs variant's link).
+  return { ...(roles ? { ROLES: roles } : {}), RATE_LIMITS: 'off', OUTBOUND_ALLOW_PRIVATE: '127.0.0.0/8', API_PORT: '0', MEDIA_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, REDIS_URL: redisUrl, REDIS_PREFIX: prefix };
 }
 
-/** Waits until the push and previews followers have passed what the sends appended (their checkpoints stop moving). */
+/**
+ * Waits until the push and previews followers have passed what the sends appended and their queues are empty
+ * (checkpoints and job counts unchanged for 1.5 s: longer than a follower's idle checkpoint interval).
+ */
 async function settle(redis: IORedis, prefix: string): Promise<void> {
   let last = '';
-  for (let i = 0; i < 600; i++) {
-    const now = JSON.stringify(await redis.mget(`${prefix}push:cp`, `${prefix}previews:cp`));
-    if (now === last) return;
+  let same = 0;
+  for (let i = 0; i < 1200 && same < 3; i++) {
+    const now = JSON.stringify([
+      await redis.mget(`${prefix}push:cp`, `${prefix}previews:cp`),
+      await Promise.all(['push', 'previews'].flatMap((q) => ['wait', 'active', 'delayed'].map((l) => (l === 'delayed' ? redis.zcard(`${prefix}bull:${q}:${l}`) : redis.llen(`${prefix}bull:${q}:${l}`))))),
+    ]);
+    same = now === last ? same + 1 : 0;
     last = now;
     await new Promise((r) => setTimeout(r, 500));
   }
+}
+
+/** A loopback page to preview (the jobs variant). */
+async function pageServer(): Promise<{ url: string; close(): void }> {
+  const server = http.createServer((_req, res) => res.writeHead(200, { 'Content-Type': 'text/html' }).end('<html><head><title>Bench page</title><meta property="og:title" content="Bench page"></head></html>'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/page`, close: () => server.close() };
+}
+
+/** Redis bytes per message between `step` and 2 × `step` sends of the jobs variant (link + mention) on the default topology. */
+async function jobsSlope(ctx: BenchContext, redis: IORedis, redisUrl: string, step: number): Promise<{ slope: number; top: string[] }> {
+  const page = await pageServer();
+  const prefix = `fpj:${randomBytes(3).toString('hex')}:`;
+  const svc = await startServer('service', env(redisUrl, prefix, path.join(ctx.tmpDir, 'jobs')));
+  try {
+    const next = await load(svc.urls.apiUrl!, page.url);
+    const send = async () => assertClean('footprint jobs send', await measure({ url: svc.urls.apiUrl!, method: 'POST', next, amount: step }));
+    await send();
+    await settle(redis, prefix);
+    const before = await familyBytes(redis, prefix);
+    await send();
+    await settle(redis, prefix);
+    const after = await familyBytes(redis, prefix);
+    return { slope: (total(after) - total(before)) / step, top: byFamily(before, after, step) };
+  } finally {
+    await svc.stop();
+    page.close();
+  }
+}
+
+/** The families that grew (or shrank) by 2 bytes per message or more, largest first. */
+function byFamily(before: Map<string, { bytes: number; keys: number }>, after: Map<string, { bytes: number; keys: number }>, step: number): string[] {
+  return [...new Set([...before.keys(), ...after.keys()])]
+    .map((f) => ({ f, d: (after.get(f)?.bytes ?? 0) - (before.get(f)?.bytes ?? 0), keys: after.get(f)?.keys ?? 0 }))
+    .sort((a, b) => b.d - a.d)
+    .filter((x) => Math.abs(x.d) >= step * 2)
+    .map((x) => `${x.f} ${(x.d / step).toFixed(0)} B (${x.keys} keys)`);
 }
 
 const k = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -169,10 +226,7 @@ const bench: Bench = {
       const log1 = sqliteBytes(path.join(dataDir, 'events.sqlite'));
       const idx1 = sqliteBytes(path.join(dataDir, 'search.sqlite'));
       const slope = (total(after) - total(before)) / STEP;
-      const families = [...new Set([...before.keys(), ...after.keys()])]
-        .map((f) => ({ f, d: (after.get(f)?.bytes ?? 0) - (before.get(f)?.bytes ?? 0), keys: after.get(f)?.keys ?? 0 }))
-        .sort((a, b) => b.d - a.d);
-      const top = families.filter((x) => Math.abs(x.d) >= STEP * 2).map((x) => `${x.f} ${(x.d / STEP).toFixed(0)} B (${x.keys} keys)`);
+      const top = byFamily(before, after, STEP);
       ctx.log(`footprint: ${k(total(before))} B at 10k, ${k(total(after))} B at 20k: ${slope.toFixed(0)} B/message; by family: ${top.join('; ')}`);
       const cmds = (cmd1 - cmd0) / STEP;
       const logBytes = (log1 - log0) / STEP;
@@ -183,6 +237,11 @@ const bench: Bench = {
       ctx.log(`default topology, per send: service main ${us(svcCpu.main).toFixed(0)} µs, indexer thread ${us(svcCpu.busiest).toFixed(0)} µs, other threads ${us(svcCpu.rest).toFixed(0)} µs, redis ${us(redisCpu).toFixed(0)} µs; ${cmds.toFixed(1)} Redis commands; log ${logBytes.toFixed(0)} B, search index ${idxBytes.toFixed(0)} B; ${Math.round(sent.rps)} sends/s`);
       await svc.stop();
       stops.pop();
+
+      // 1b. The same with a link and a mention in every message: a preview job and a push job each.
+      const jobsStep = STEP / 2;
+      const jobs = await jobsSlope(ctx, redis, redisSrv.url, jobsStep);
+      ctx.log(`footprint with a link and a mention: ${jobs.slope.toFixed(0)} B/message; by family: ${jobs.top.join('; ')}`);
 
       // 2. The split topology on its own data: the CPU of each role.
       const sprefix = `fps:${randomBytes(3).toString('hex')}:`;
@@ -236,6 +295,16 @@ const bench: Bench = {
           ceilingLabel: 'the budget of issue 37',
           ratio: 700 / slope,
           notes: `all keys under the prefix (MEMORY USAGE SAMPLES 0) on a private redis-server, 10 users × 20 channels of one server, 50 connections, no link and no mention; ${k(total(before))} B at 10k, ${k(total(after))} B at 20k; by family (bytes per message): ${top.join('; ')}; per message also ${cmds.toFixed(1)} Redis commands, ${logBytes.toFixed(0)} B of event log (SQLite pages in use) and ${idxBytes.toFixed(0)} B of search index`,
+        },
+        {
+          name: 'footprint-jobs',
+          figure: 'Redis bytes per 300-byte message with a link and a mention (a preview and a push job each), default topology',
+          median: jobs.slope,
+          unit: 'B',
+          ceiling: 700,
+          ceilingLabel: 'the budget of issue 37',
+          ratio: 700 / jobs.slope,
+          notes: `as footprint, slope from ${k(jobsStep)} to ${k(2 * jobsStep)} sends; the link is a loopback page (previewed), the mentioned member has no push subscription (the push job ends at its fan-out); both queues keep their newest 1,000 completed jobs (FOLLOWER_JOBS_KEPT); by family: ${jobs.top.join('; ')}`,
         },
         {
           name: 'cpu-per-send',

@@ -170,7 +170,7 @@ t.test('a follower that lags another skips what the shared checkpoint says is ha
   release();
   // b moves past 2 and 3 (its own checkpoint is the shared one, so it is seen once it reads the next event).
   await store.append('note-4', [ev('4')], 'any');
-  await until('both saw the fourth', async () => fast.length === 4 && slow.some((e) => (e.data as { n: string }).n === '4'));
+  await until('both saw the fourth', async () => fast.length === 4 && slow.some((e) => (e.data as { n: string }).n === '4')).catch((err: unknown) => { console.error(names(fast), names(slow)); throw err; });
   t.same(names(fast), ['1', '2', '3', '4']);
   t.same(names(slow), ['1', '4'], 'the lagging follower never handled what the other had');
 });
