@@ -119,19 +119,23 @@ function jobsBody(link: string, mentioned: string): string {
 }
 
 /** The bench's users and channels on a service, and the load's next request (`link`: messages with a link and a mention). */
-async function load(api: string, link?: string): Promise<() => { path: string; headers: Record<string, string>; body: string }> {
+async function load(api: string, link?: string): Promise<Load> {
   const users: BenchUser[] = [];
   for (let i = 0; i < 10; i++) users.push(await signupUser(api));
   const { channels } = await setupServer(api, users[0]!, 20, users.slice(1));
   let i = 0;
-  return () => {
+  const next = () => {
     const u = users[i % users.length]!;
     const c = channels[Math.floor(i / users.length) % channels.length]!;
     const body = link ? jobsBody(link, users[(i + 1) % users.length]!.userId) : BODY;
     i++;
     return { path: `/channels/${c}/messages`, headers: { 'X-Session-Token': u.token, 'Content-Type': 'application/json' }, body };
   };
+  return Object.assign(next, { users, channels });
 }
+
+/** The load's next send, with its users and channels. */
+type Load = (() => { path: string; headers: Record<string, string>; body: string }) & { users: BenchUser[]; channels: string[] };
 
 function env(redisUrl: string, prefix: string, dataDir: string, roles?: string): Record<string, string> {
   // Loopback pages may be previewed (the jobs variant's link).
@@ -164,7 +168,7 @@ async function pageServer(): Promise<{ url: string; close(): void }> {
 }
 
 /** Redis bytes per message between `step` and 2 × `step` sends of the jobs variant (link + mention) on the default topology. */
-async function jobsSlope(ctx: BenchContext, redis: IORedis, redisUrl: string, step: number): Promise<{ slope: number; top: string[] }> {
+async function jobsSlope(ctx: BenchContext, redis: IORedis, redisUrl: string, step: number): Promise<{ slope: number; top: string[]; records: number; queues: number }> {
   const page = await pageServer();
   const prefix = `fpj:${randomBytes(3).toString('hex')}:`;
   const svc = await startServer('service', env(redisUrl, prefix, path.join(ctx.tmpDir, 'jobs')));
@@ -177,7 +181,14 @@ async function jobsSlope(ctx: BenchContext, redis: IORedis, redisUrl: string, st
     await send();
     await settle(redis, prefix);
     const after = await familyBytes(redis, prefix);
-    return { slope: (total(after) - total(before)) / step, top: byFamily(before, after, step) };
+    const grew = (match: (f: string) => boolean) =>
+      [...after.keys()].filter(match).reduce((sum, f) => sum + (after.get(f)!.bytes - (before.get(f)?.bytes ?? 0)), 0) / step;
+    return {
+      slope: (total(after) - total(before)) / step,
+      top: byFamily(before, after, step),
+      records: grew((f) => /:channel:\*:history$|:unreads:/.test(f)),
+      queues: grew((f) => f.startsWith('bull:')),
+    };
   } finally {
     await svc.stop();
     page.close();
@@ -241,7 +252,7 @@ const bench: Bench = {
       // 1b. The same with a link and a mention in every message: a preview job and a push job each.
       const jobsStep = STEP / 2;
       const jobs = await jobsSlope(ctx, redis, redisSrv.url, jobsStep);
-      ctx.log(`footprint with a link and a mention: ${jobs.slope.toFixed(0)} B/message; by family: ${jobs.top.join('; ')}`);
+      ctx.log(`footprint with a link and a mention: ${jobs.slope.toFixed(0)} B/message (record set ${jobs.records.toFixed(0)} B, queues ${jobs.queues.toFixed(1)} B); by family: ${jobs.top.join('; ')}`);
 
       // 2. The split topology on its own data: the CPU of each role.
       const sprefix = `fps:${randomBytes(3).toString('hex')}:`;
@@ -285,6 +296,18 @@ const bench: Bench = {
       }
       ctx.log(`send rate, default: ${d.map(Math.round).join(', ')}; api,projector: ${a.map(Math.round).join(', ')} sends/s`);
       const dm = median(d), am = median(a);
+
+      // 4. CPU per history page (100 messages, newest page) on the default topology, the channels filled by the rounds above.
+      await apiOnly.stop();
+      const reader = dnext.users[0]!;
+      let pi = 0;
+      const page = () => ({ path: `/channels/${dnext.channels[pi++ % dnext.channels.length]}/messages?limit=100`, headers: { 'X-Session-Token': reader.token } });
+      await measure({ url: dflt.urls.apiUrl!, method: 'GET', next: page, duration: 1 });
+      const p0 = threadTicks(dflt.pid), pr0 = threadTicks(redisPid);
+      const pages = assertClean('history pages', await measure({ url: dflt.urls.apiUrl!, method: 'GET', next: page, duration }));
+      const pageSvc = cpuSplit(p0, threadTicks(dflt.pid)).total, pageRedis = cpuSplit(pr0, threadTicks(redisPid)).total;
+      const perPage = (x: number) => (x * 1e6) / pages.requests;
+      ctx.log(`history pages: ${Math.round(pages.rps)}/s; per page: service ${perPage(pageSvc).toFixed(0)} µs, redis ${perPage(pageRedis).toFixed(0)} µs`);
       return [
         {
           name: 'footprint',
@@ -301,10 +324,10 @@ const bench: Bench = {
           figure: 'Redis bytes per 300-byte message with a link and a mention (a preview and a push job each), default topology',
           median: jobs.slope,
           unit: 'B',
-          ceiling: 700,
-          ceilingLabel: 'the budget of issue 37',
-          ratio: 700 / jobs.slope,
-          notes: `as footprint, slope from ${k(jobsStep)} to ${k(2 * jobsStep)} sends; the link is a loopback page (previewed), the mentioned member has no push subscription (the push job ends at its fan-out); both queues keep their newest 1,000 completed jobs (FOLLOWER_JOBS_KEPT); by family: ${jobs.top.join('; ')}`,
+          ceiling: jobs.records,
+          ceilingLabel: 'its record set alone: the channel histories (messages with their embeds) and the mention unreads',
+          ratio: jobs.records / jobs.slope,
+          notes: `the queues' keys grew ${jobs.queues.toFixed(1)} B per message; as footprint, slope from ${k(jobsStep)} to ${k(2 * jobsStep)} sends; the link is a loopback page (previewed), the mentioned member has no push subscription (the push job ends at its fan-out); both queues keep their newest 1,000 completed jobs (FOLLOWER_JOBS_KEPT); by family: ${jobs.top.join('; ')}`,
         },
         {
           name: 'cpu-per-send',
@@ -315,6 +338,16 @@ const bench: Bench = {
           ceilingLabel: 'itself (a breakdown, not a comparison)',
           ratio: 1,
           notes: `the same 10k sends as footprint, /proc CPU times: service main thread (API, projector, push and previews followers) ${us(svcCpu.main).toFixed(0)} µs, search indexer thread (the busiest other thread) ${us(svcCpu.busiest).toFixed(0)} µs, other threads (GC, libuv) ${us(svcCpu.rest).toFixed(0)} µs, redis-server ${us(redisCpu).toFixed(0)} µs; the same load split in processes (ROLES api / projector / worker / media): ${splitLine}`,
+        },
+        {
+          name: 'cpu-per-page',
+          figure: 'CPU per 100-message history page, all processes, default topology (µs)',
+          median: perPage(pageSvc + pageRedis),
+          unit: 'µs',
+          ceiling: perPage(pageSvc + pageRedis),
+          ceilingLabel: 'itself (a breakdown, not a comparison)',
+          ratio: 1,
+          notes: `newest 100 messages of the 20 channels in turn, 50 connections, ${duration} s, ${Math.round(pages.rps)} pages/s: service ${perPage(pageSvc).toFixed(0)} µs, redis-server ${perPage(pageRedis).toFixed(0)} µs`,
         },
         {
           name: 'send-default',
