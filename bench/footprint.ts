@@ -286,15 +286,20 @@ const bench: Bench = {
       await measure({ url: dflt.urls.apiUrl!, method: 'POST', next: dnext, duration: 2 });
       await measure({ url: apiOnly.urls.apiUrl!, method: 'POST', next: anext, duration: 2 });
       const rounds = Math.max(3, ctx.repeats * 2 - 1);
-      const d: number[] = [], a: number[] = [], dp99: number[] = [], ap99: number[] = [];
+      const d: number[] = [], a: number[] = [], dp99: number[] = [], ap99: number[] = [], dcpu: number[] = [], acpu: number[] = [];
       for (let r = 0; r < rounds; r++) {
         for (const which of r % 2 ? ['a', 'd'] : ['d', 'a']) {
-          const m = assertClean(`send (${which})`, await measure(which === 'd' ? { url: dflt.urls.apiUrl!, method: 'POST', next: dnext, duration } : { url: apiOnly.urls.apiUrl!, method: 'POST', next: anext, duration }));
+          const proc = which === 'd' ? dflt : apiOnly;
+          const c0 = threadTicks(proc.pid), rc0 = threadTicks(redisPid);
+          const m = assertClean(`send (${which})`, await measure({ url: proc.urls.apiUrl!, method: 'POST', next: which === 'd' ? dnext : anext, duration }));
+          // CPU per send of the service (every thread) and Redis: what the machine's load does not change much.
+          const cpu = ((cpuSplit(c0, threadTicks(proc.pid)).total + cpuSplit(rc0, threadTicks(redisPid)).total) * 1e6) / m.requests;
           (which === 'd' ? d : a).push(m.rps);
           (which === 'd' ? dp99 : ap99).push(m.p99);
+          (which === 'd' ? dcpu : acpu).push(cpu);
         }
       }
-      ctx.log(`send rate, default: ${d.map(Math.round).join(', ')}; api,projector: ${a.map(Math.round).join(', ')} sends/s`);
+      ctx.log(`send rate, default: ${d.map(Math.round).join(', ')}; api,projector: ${a.map(Math.round).join(', ')} sends/s; CPU per send (service + redis), default: ${dcpu.map(Math.round).join(', ')}; api,projector: ${acpu.map(Math.round).join(', ')} µs`);
       const dm = median(d), am = median(a);
 
       // 4. CPU per history page (100 messages, newest page) on the default topology, the channels filled by the rounds above.
@@ -357,7 +362,7 @@ const bench: Bench = {
           ceiling: am,
           ceilingLabel: `ROLES=api,projector, alternating rounds (p99 ${median(ap99)} ms; the default's ${median(dp99)} ms)`,
           ratio: dm / am,
-          notes: `300-byte messages without a link, RATE_LIMITS=off, 10 users × 20 channels, ${rounds} rounds of ${duration} s each, alternating; the default runs the worker and media roles besides (push and previews followers)`,
+          notes: `300-byte messages without a link, RATE_LIMITS=off, 10 users × 20 channels, ${rounds} rounds of ${duration} s each, alternating (default ${d.map(Math.round).join(', ')}; api,projector ${a.map(Math.round).join(', ')} sends/s); the default runs the worker and media roles besides (push and previews followers). CPU per send (the service's threads + redis-server, median of the rounds): default ${Math.round(median(dcpu))} µs, api,projector ${Math.round(median(acpu))} µs (ratio ${(median(acpu) / median(dcpu)).toFixed(2)})`,
         },
       ];
     } finally {
