@@ -15,6 +15,8 @@ export interface ServerMemory extends NodeJS.MemoryUsage {
 /** A running server process. */
 export interface ServerProcess {
   urls: Record<string, string>;
+  /** The process id (CPU times are read from /proc/<pid>). */
+  pid: number;
   /** Its memory now (heap figures after a full GC when started with `--expose-gc`). */
   memory(): Promise<ServerMemory>;
   stop(): Promise<void>;
@@ -38,6 +40,7 @@ export function startServer(mode: 'service' | 'bare' | 'node' | 'floor' | 'ws', 
       if (m) {
         resolve({
           urls: JSON.parse(m[1]!) as Record<string, string>,
+          pid: child.pid!,
           memory: () =>
             new Promise<ServerMemory>((r) => {
               child.once('message', (msg) => r((msg as { memory: ServerMemory }).memory));

@@ -15,5 +15,6 @@ import previews from './previews.ts';
 import fanout from './fanout.ts';
 import ready from './ready.ts';
 import compliance from './compliance.ts';
+import footprint from './footprint.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready, compliance];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready, compliance, footprint];

@@ -148,6 +148,26 @@ export function checkpointAfter(prev: FollowerCheckpoint | undefined, events: re
   return { position: last.position, eventId: last.id, ...(rewind ? { rewind } : {}) };
 }
 
+/**
+ * How a follower's BullMQ jobs are kept once done: the newest 1,000 completed (and failed) jobs, never by age.
+ * A kept id dedupes only the adds the shared checkpoint cannot: a crashed process replays at most the one batch
+ * (≤ 500 events) it had added but not yet checkpointed, and no job of that queue completes while its only worker
+ * is down; a process that lags another skips what the checkpoint says is handled (`followLog`). Memory is then
+ * a constant (1,000 jobs, about 1.5 MB) instead of an hour of traffic.
+ */
+export const FOLLOWER_JOBS_KEPT = { removeOnComplete: { count: 1000 }, removeOnFail: { age: 24 * 3600, count: 1000 } } as const;
+
+/**
+ * The last position another process of the follower handled, from the shared checkpoint `raw`, when it is of
+ * the same stretch of the log as `mine` (no rewind between them); undefined otherwise (nothing is skipped).
+ */
+export function handledBefore(raw: string | null, mine: FollowerCheckpoint | undefined): bigint | undefined {
+  if (raw === null) return undefined;
+  const shared = decodeCheckpoint(raw);
+  if ((shared.rewind ?? '') !== (mine?.rewind ?? '')) return undefined;
+  return shared.position;
+}
+
 /** Options of `followLog`. */
 export interface FollowOptions {
   store: EventStore;
@@ -159,6 +179,13 @@ export interface FollowOptions {
   log: Logger;
   /** Handles a batch; the checkpoint moves past it once the returned promise resolves. */
   onEvents(events: RecordedEvent[]): Promise<void>;
+  /**
+   * The events `onEvents` acts on (default: all). A batch with none of them costs no Redis command: it is not
+   * handed over, and the checkpoint moves past it with the next batch that has some, or after `idleAdvanceMs`.
+   */
+  wants?(event: RecordedEvent): boolean;
+  /** Longest the checkpoint stays behind batches that had nothing wanted (ms, default 500): what a restart replays for nothing. */
+  idleAdvanceMs?: number;
   /** How often a running follower checks that the log still holds its last event (ms, default 5 000). */
   checkEveryMs?: number;
 }
@@ -184,6 +211,28 @@ export async function followLog(o: FollowOptions): Promise<Follower> {
   let checking = false;
   let timer: NodeJS.Timeout | undefined;
 
+  // The checkpoint of batches that had nothing wanted is written once per `idleAdvanceMs` (a trailing timer),
+  // not once per batch: on a busy log most batches are only other work's events.
+  const idleMs = o.idleAdvanceMs ?? 500;
+  let written: FollowerCheckpoint | undefined;
+  let idleTimer: NodeJS.Timeout | undefined;
+  const advance = async (): Promise<void> => {
+    if (idleTimer) clearTimeout(idleTimer);
+    idleTimer = undefined;
+    const cp = mine;
+    if (!cp || cp === written) return;
+    await o.redis.eval(ADVANCE_CHECKPOINT, 1, o.cpKey, encodeCheckpoint(cp));
+    written = cp;
+  };
+  const advanceLater = (): void => {
+    if (idleTimer || closed) return;
+    idleTimer = setTimeout(() => {
+      idleTimer = undefined;
+      void advance().catch((err: unknown) => o.log.warn({ err, follower: o.by }, 'follower checkpoint not written (written with the next batch)'));
+    }, idleMs);
+    idleTimer.unref();
+  };
+
   const start = async (): Promise<void> => {
     let raw = await o.redis.get(o.cpKey);
     if (raw === null) {
@@ -200,16 +249,25 @@ export async function followLog(o: FollowOptions): Promise<Follower> {
       await o.redis.eval(RESET_CHECKPOINT, 1, o.cpKey, raw, encodeCheckpoint(r.checkpoint!));
     }
     mine = r.checkpoint;
+    written = mine;
     if (closed) return;
     sub = o.store.subscribe({
       ...(r.after !== undefined ? { after: r.after } : {}),
       onCaughtUp: () => resolveCaughtUp(),
       onError: (err) => o.log.error({ err, follower: o.by }, 'log subscription failed'),
       onEvents: async (events) => {
-        await o.onEvents(events);
-        const next = checkpointAfter(mine, events);
-        await o.redis.eval(ADVANCE_CHECKPOINT, 1, o.cpKey, encodeCheckpoint(next));
-        mine = next;
+        const wanted = o.wants ? events.filter((e) => o.wants!(e)) : events;
+        if (wanted.length > 0) {
+          // Several worker processes follow the same log with one shared checkpoint, which moves only once a batch
+          // was handled: what another process already handled is skipped here, so a job id need not be kept for
+          // long to dedupe a lagging process's adds (the jobs are kept by count, `FOLLOWER_JOBS_KEPT`).
+          const handled = handledBefore(await o.redis.get(o.cpKey), mine);
+          const fresh = handled === undefined ? wanted : wanted.filter((e) => e.position > handled);
+          if (fresh.length > 0) await o.onEvents(fresh);
+        }
+        mine = checkpointAfter(mine, events);
+        if (wanted.length > 0) await advance();
+        else advanceLater();
       },
     });
   };
@@ -240,6 +298,8 @@ export async function followLog(o: FollowOptions): Promise<Follower> {
       if (timer) clearInterval(timer);
       timer = undefined;
       await sub?.close();
+      // What the last batches passed is kept (best effort: a restart would replay them for nothing).
+      await advance().catch(() => {});
     },
   };
 }

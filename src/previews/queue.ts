@@ -4,13 +4,14 @@
  * message) becomes one BullMQ job, added by the worker role's subscription to the log (checkpoint
  * `previews:cp` in Redis, shared by every worker process; the head the first time, so history — and a rebuild
  * of the read models, which does not touch this checkpoint — is never previewed). The job id names the
- * message and the revision of its content: several workers, or a replay after a crash, add it once. A job
+ * message and the revision of its content: a replay after a crash adds it once (the newest 1,000 jobs are
+ * kept), and a worker process that lags another skips what the shared checkpoint says is handled. A job
  * only names the message: the worker reads the content from the message's stream
  * (`workers/previews/worker.ts`), so an edit's job and the send's job never disagree.
  */
 import { Queue } from 'bullmq';
 import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
-import { followLog } from '../eventstore/rewind.ts';
+import { FOLLOWER_JOBS_KEPT, followLog } from '../eventstore/rewind.ts';
 import type { Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
 import { MESSAGE_STREAM } from '../domain/message/events.ts';
@@ -56,9 +57,8 @@ export async function startPreviewProducer(o: {
   const opts = {
     attempts: o.attempts,
     backoff: { type: 'exponential', delay: 500 },
-    // Kept an hour after completion, so a second producer adding the same id meanwhile adds nothing.
-    removeOnComplete: { age: 3600 },
-    removeOnFail: { age: 24 * 3600 },
+    // Kept by count: a second producer skips what the shared checkpoint says is handled (FOLLOWER_JOBS_KEPT).
+    ...FOLLOWER_JOBS_KEPT,
   };
   // The checkpoint is checked against the log (src/eventstore/rewind.ts): after a restore or a failover the
   // producer follows the log from its recorded rewind, never previewing a message twice.
@@ -68,6 +68,7 @@ export async function startPreviewProducer(o: {
     cpKey,
     by: 'previews',
     log: o.log,
+    wants: (e) => previewJobOf(e) !== undefined,
     onEvents: async (events) => {
       const jobs = [];
       for (const e of events) {

@@ -8,6 +8,10 @@
  *    (job id = the message id: several workers, or a replay after a crash, add it once); likewise friend
  *    requests (`friend` jobs), DM and group calls that start (`call` jobs, Stoat's dm_call), and acks (`badge`
  *    jobs, Stoat's ack consumer: the new APNs badge, the user's unread mentions, to APNs subscriptions only).
+ *    Every other event costs the follower nothing (`pushable`; its checkpoint moves past such batches at most
+ *    twice a second). A worker process that lags another skips what the shared checkpoint says is handled, and
+ *    the ids of the newest 1,000 completed jobs dedupe a crashed worker's replay of its last batch
+ *    (`FOLLOWER_JOBS_KEPT`): no job is kept for an hour of traffic.
  * 2. The `message` job waits until the read models have the message, picks who is notified (the recipients
  *    of a DM or group, or the mentioned users of a server channel; not the author; nobody for
  *    SuppressNotifications), drops those online on a socket (Stoat's `filter_online`) and those whose synced
@@ -35,8 +39,8 @@ import type { AccountState } from '../../src/domain/account/state.ts';
 import { SYSTEM_AUTHOR, type MessageObject } from '../../src/domain/message/events.ts';
 import { RELATIONS_STREAM } from '../../src/domain/relationship/events.ts';
 import { recipientsOf, type PrivateChannelState } from '../../src/domain/private/state.ts';
-import type { EventStore } from '../../src/eventstore/port.ts';
-import { followLog } from '../../src/eventstore/rewind.ts';
+import type { EventStore, RecordedEvent } from '../../src/eventstore/port.ts';
+import { FOLLOWER_JOBS_KEPT, followLog } from '../../src/eventstore/rewind.ts';
 import type { Logger } from '../../src/log.ts';
 import { timedJob, trackQueue } from '../../src/metrics/registry.ts';
 import { checkUrl, guardedAgents, OutboundRefused } from '../../src/outbound/policy.ts';
@@ -165,6 +169,36 @@ export function pushBudgetKey(redisPrefix: string, userId: string): string {
   return `${redisPrefix}push:pending:${userId}`;
 }
 
+/**
+ * Whether the log follower makes a job of the event: a call that rings or stops ringing, a friend request
+ * received or accepted, an ack (the APNs badge), a user's message that could push (`couldPush`). Everything
+ * else costs it nothing.
+ */
+export function pushable(e: RecordedEvent): boolean {
+  switch (e.type) {
+    case 'VoiceParticipantJoined':
+      return ((e.data as { ring?: string[] }).ring?.length ?? 0) > 0;
+    case 'CallRingStopped':
+      return true;
+    case 'ChannelAcked':
+      // An ack updates the user's APNs badge (Stoat's ack consumer).
+      return e.stream.startsWith(UNREADS_STREAM);
+    case 'RelationshipChanged': {
+      if (!e.stream.startsWith(RELATIONS_STREAM)) return false;
+      const d = e.data as { other: string; status: string };
+      return d.status === 'Incoming' || (d.status === 'Friend' && e.metadata.actor === d.other);
+    }
+    case 'MessageSent': {
+      const sent = e.data as { message: MessageObject; mentionedUsers?: string[] };
+      if (sent.message.author === SYSTEM_AUTHOR) return false;
+      // A private channel's messages are scoped by the channel itself, a server channel's by its server.
+      return couldPush(sent.message, sent.mentionedUsers, e.metadata.scope === sent.message.channel);
+    }
+    default:
+      return false;
+  }
+}
+
 /** Posts an encrypted, signed push request; resolves with the push service's status (rejects with `OutboundRefused` where the policy forbids). */
 export async function postPush(
   details: { endpoint: string; method: string; headers: Record<string, string | number>; body: Buffer | string | null },
@@ -212,9 +246,9 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
   const retry = {
     attempts: push.attempts,
     backoff: { type: 'exponential' as const, delay: push.retryDelayMs },
-    // Kept an hour after success, so the same id added again (a replay) is not delivered twice.
-    removeOnComplete: { age: 3600 },
-    removeOnFail: { age: 24 * 3600 },
+    // Kept by count, not for an hour of traffic: the log follower skips what the shared checkpoint `push:cp`
+    // says is handled, so an id only has to outlive a crashed worker's replay of its last batch (FOLLOWER_JOBS_KEPT).
+    ...FOLLOWER_JOBS_KEPT,
   };
 
   /** Queues a payload to every subscribed session of the user (within the user's budget); returns how many. */
@@ -432,6 +466,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     cpKey,
     by: 'push',
     log,
+    wants: (e) => pushable(e),
     onEvents: async (events) => {
       const jobs: Array<{ name: string; data: MessageJob | FriendJob | CallJob | BadgeJob; opts: { jobId: string } & typeof retry }> = [];
       const badges = new Map<string, { name: string; data: BadgeJob; opts: { jobId: string } & typeof retry }>();
@@ -467,11 +502,8 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
           }
           continue;
         }
-        if (e.type !== 'MessageSent') continue;
+        if (e.type !== 'MessageSent' || !pushable(e)) continue;
         const sent = e.data as { message: MessageObject; mentionedUsers?: string[] };
-        if (sent.message.author === SYSTEM_AUTHOR) continue;
-        // A private channel's messages are scoped by the channel itself, a server channel's by its server.
-        if (!couldPush(sent.message, sent.mentionedUsers, e.metadata.scope === sent.message.channel)) continue;
         const data: MessageJob = { message: sent.message, scope: e.metadata.scope, position: e.position.toString() };
         if (sent.mentionedUsers) data.mentionedUsers = sent.mentionedUsers;
         jobs.push({ name: 'message', data, opts: { ...retry, jobId: `m-${sent.message._id}` } });
