@@ -178,4 +178,29 @@ t.test('GET /admin/export and the CLI over a running service', async (t) => {
   t.ok(text.includes(`"hello, ""world""\nsecond line"`), 'content with a comma, quotes and a newline is quoted');
   t.equal(text.split('\r\n').filter((l) => l.includes(',message_')).length, 4, 'four message rows in the channel');
   t.equal((await runCli(env, ['export', '--from', 'nope', '--to', end, '--out', out], { script: 'src/cli/compliance.ts' })).code, 2, 'usage error');
+
+  await t.test('moderation beyond messages: a legal hold placed and lifted, an account deleted for abuse', async (t) => {
+    const carol = await signup(s);
+    const placed = await admin.api.post('/admin/holds', { name: 'Matter 7', reason: 'inquiry', target: { type: 'user', id: carol.userId } });
+    t.equal(placed.status, 200);
+    t.equal((await admin.api.post(`/admin/holds/${placed.body._id}/lift`, { reason: 'closed' })).status, 200);
+    const channelHold = await admin.api.post('/admin/holds', { name: 'Matter 8', reason: 'audit', target: { type: 'channel', id: srv.general } });
+    t.equal(channelHold.status, 200);
+    t.equal((await admin.api.del(`/admin/users/${carol.userId}`, { reason: 'spam ring' })).status, 204);
+    const r = await request(s.apiUrl, 'GET', `/admin/export?${q}&user=${carol.userId}`, { token: admin.token, skipOpenApi: true });
+    t.equal(r.status, 200);
+    const mine = r.text.trim().split('\n').map((l) => JSON.parse(l) as ComplianceRow);
+    t.same(
+      mine.map((row) => [row.kind, row.actor, row.target, row.reason]),
+      [
+        ['hold_placed', admin.userId, carol.userId, 'inquiry'],
+        ['hold_lifted', admin.userId, carol.userId, 'closed'],
+        ['account_deleted_by_moderator', admin.userId, carol.userId, 'spam ring'],
+      ],
+      'the user filter finds the holds on carol and her deletion, in log order, with who and why',
+    );
+    const inChannel = await request(s.apiUrl, 'GET', `/admin/export?${q}&channel=${srv.general}`, { token: admin.token, skipOpenApi: true });
+    const kinds = inChannel.text.trim().split('\n').map((l) => (JSON.parse(l) as ComplianceRow).kind);
+    t.equal(kinds.at(-1), 'hold_placed', 'a channel hold is in the channel\'s export');
+  });
 });

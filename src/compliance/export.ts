@@ -85,6 +85,10 @@ export const COMPLIANCE_KINDS = [
   'account_suspended',
   'account_banned',
   'account_sanction_lifted',
+  'account_deleted_by_moderator',
+  'server_deleted_by_moderator',
+  'hold_placed',
+  'hold_lifted',
 ] as const;
 /** A row kind. */
 export type ComplianceKind = (typeof COMPLIANCE_KINDS)[number];
@@ -213,7 +217,20 @@ const MESSAGE_TYPES = new Set([
   'MessageReactionsCleared',
 ]);
 
-const MODERATION_TYPES = new Set(['ModeratorDeletedMessage', 'MemberLeft', 'UserBanned', 'UserUnbanned', 'MemberEdited', 'AccountSuspended', 'AccountBanned', 'AccountSanctionLifted']);
+const MODERATION_TYPES = new Set([
+  'ModeratorDeletedMessage',
+  'MemberLeft',
+  'UserBanned',
+  'UserUnbanned',
+  'MemberEdited',
+  'AccountSuspended',
+  'AccountBanned',
+  'AccountSanctionLifted',
+  'ModeratorDeletedAccount',
+  'ModeratorDeletedServer',
+  'HoldPlaced',
+  'HoldLifted',
+]);
 
 /** An empty row for an event. */
 function baseRow(e: RecordedEvent, kind: ComplianceKind): ComplianceRow {
@@ -402,6 +419,31 @@ function moderationRow(e: RecordedEvent): ComplianceRow | null {
       row.target = str(d.userId);
       row.reason = str(d.reason) ?? row.reason;
       row.until = str(d.until);
+      return row;
+    }
+    case 'ModeratorDeletedAccount': {
+      const row = baseRow(e, 'account_deleted_by_moderator');
+      row.target = str(d.userId);
+      row.reason = str(d.reason) ?? row.reason;
+      return row;
+    }
+    case 'ModeratorDeletedServer': {
+      const row = baseRow(e, 'server_deleted_by_moderator');
+      row.server = str(d.server);
+      row.target = str(d.owner);
+      row.reason = str(d.reason) ?? row.reason;
+      return row;
+    }
+    case 'HoldPlaced':
+    case 'HoldLifted': {
+      // A legal hold's target: a server, a channel (its server is not named by the event) or a user.
+      const row = baseRow(e, e.type === 'HoldPlaced' ? 'hold_placed' : 'hold_lifted');
+      const target = (d.target ?? {}) as { type?: unknown; id?: unknown };
+      const id = str(target.id);
+      if (target.type === 'server') row.server = id;
+      else if (target.type === 'channel') row.channel = id;
+      else row.target = id;
+      row.reason = str(d.reason) ?? row.reason;
       return row;
     }
   }
