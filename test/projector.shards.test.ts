@@ -62,8 +62,10 @@ async function counts(redis: Redis, prefix: string) {
 t.test('shard keys: the name shows the shard, the shards cover the channels', async (t) => {
   t.equal(shardOfKey('channel:01ABC:history'), shardOf('01ABC'));
   t.equal(shardOfKey('lastmsg:01ABC'), shardOf('01ABC'));
-  t.equal(shardOfKey('channel:01ABC'), -1, 'the channel object stays in the main slot');
-  t.equal(shardOfKey('channel:01ABC:files'), -1);
+  t.equal(shardOfKey('channel:01ABC'), shardOf('01ABC'), 'a server channel is in its shard');
+  t.equal(shardOfKey('channel:01ABC:files'), -1, 'keys of a channel that are not spread stay in the main slot');
+  t.equal(shardOfKey('channel:01ABC:webhooks'), -1);
+  t.equal(shardOfKey('pchannel:01ABC'), -1);
   t.match(readModelKey('p:', 3, 'lastmsg:01ABC'), new RegExp(`^p:\\{g3\\.${shardOf('01ABC')}\\}:lastmsg:01ABC$`));
   t.equal(readModelKey('p:', 3, 'server:1'), 'p:{g3}:server:1');
   t.ok(new Set(CHANNELS.map(shardOf)).size >= 20, `40 channels fall into ${new Set(CHANNELS.map(shardOf)).size} of ${SHARDS} shards`);

@@ -156,7 +156,8 @@ export async function summariseServer(redis: RedisClient, genPrefix: string, ser
   const raw = await redis.get(genPrefix + rm.server(serverId));
   if (raw === null) return null;
   const s = JSON.parse(raw) as ServerState;
-  const channelRaws = s.channels.length ? await redis.mget(...s.channels.map((id) => genPrefix + rm.channel(id))) : [];
+  // One GET each: the channels are in as many slots as shards.
+  const channelRaws = await Promise.all(s.channels.map((id) => redis.get(fullKey(genPrefix, rm.channel(id)))));
   const channels = [];
   for (const raw of channelRaws) {
     if (raw === null) continue;

@@ -20,8 +20,8 @@ import { partitionOf } from '../partition.ts';
  *    sorted set of ids beside a hash of the messages.
  * 3: a channel's `last_message_id` moved out of `channel:<id>` / `pchannel:<id>` into `lastmsg:<id>`, so a
  *    message sent no longer rewrites (and drops from every API process's fact cache) the channel it is in.
- * 4: a channel's history and `lastmsg:<id>` moved out of the generation's slot into one of `SHARDS` shards
- *    (`{g<N>.<s>}`, s from the channel id), so a Redis Cluster spreads the messages over its masters.
+ * 4: a server channel (`channel:<id>`), its history and `lastmsg:<id>` moved out of the generation's slot into
+ *    one of `SHARDS` shards (`{g<N>.<s>}`, s from the channel id), so a Redis Cluster spreads them over its masters.
  */
 export const READ_MODEL_LAYOUT = 4;
 
@@ -44,7 +44,11 @@ export function shardOf(channelId: string): number {
  */
 export function shardOfKey(logical: string): number {
   if (logical.startsWith('lastmsg:')) return shardOf(logical.slice(8));
-  if (logical.startsWith('channel:') && logical.endsWith(':history')) return shardOf(logical.slice(8, -8));
+  if (logical.startsWith('channel:')) {
+    const end = logical.indexOf(':', 8);
+    if (end < 0) return shardOf(logical.slice(8));
+    if (end === logical.length - 8 && logical.endsWith(':history')) return shardOf(logical.slice(8, end));
+  }
   return -1;
 }
 
