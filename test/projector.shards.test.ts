@@ -2,7 +2,7 @@
  * The shards of a generation (src/readmodel/keys.ts `SHARDS`, docs/ARCHITECTURE.md "Redis Cluster"): with split
  * commits (what a cluster does) a batch commits its main slot, then each shard it wrote, each with its own
  * checkpoint. A crash between those commits, or two runners racing, still applies every event exactly once.
- * These run on one Redis with `splitCommits` forced; test/redis.cluster.shards.test.ts runs them on a cluster.
+ * These run on one Redis with `splitCommits` forced; test/redis.cluster.reshard.test.ts runs the split commits on a real cluster.
  */
 import path from 'node:path';
 import t from 'tap';
