@@ -76,3 +76,46 @@ export function mastersOf(cluster: TestCluster): Array<{ port: number; id: strin
     .filter((f) => f[2]!.includes('master'))
     .map((f) => ({ id: f[0]!, port: Number(f[1]!.split(':')[1]!.split('@')[0]) }));
 }
+
+/**
+ * Moves one slot to another master the way `redis-cli --cluster reshard` does, key by key (IMPORTING /
+ * MIGRATING, MIGRATE in batches of 10, then SETSLOT NODE on every master), while the service keeps running.
+ */
+export async function moveSlot(cluster: TestCluster, slot: number, toPort: number): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const masters = mastersOf(cluster);
+  const any = new Redis({ host: '127.0.0.1', port: masters[0]!.port });
+  try {
+    const slots = (await any.call('CLUSTER', 'SLOTS')) as Array<[number, number, [string, number, string]]>;
+    const owner = slots.find(([a, b]) => slot >= a && slot <= b)!;
+    const src = masters.find((m) => m.port === Number(owner[2][1]))!;
+    const dst = masters.find((m) => m.port === toPort)!;
+    if (src.port === dst.port) return;
+    const s = new Redis({ host: '127.0.0.1', port: src.port });
+    const d = new Redis({ host: '127.0.0.1', port: dst.port });
+    try {
+      await d.call('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', src.id);
+      await s.call('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', dst.id);
+      for (;;) {
+        const keys = (await s.call('CLUSTER', 'GETKEYSINSLOT', String(slot), '10')) as string[];
+        if (keys.length === 0) break;
+        await s.call('MIGRATE', '127.0.0.1', String(dst.port), '', '0', '5000', 'KEYS', ...keys);
+        // One batch at a time, as redis-cli's pipeline: the service keeps writing between the batches.
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      for (const m of masters) {
+        const c = new Redis({ host: '127.0.0.1', port: m.port });
+        try {
+          await c.call('CLUSTER', 'SETSLOT', String(slot), 'NODE', dst.id);
+        } finally {
+          c.disconnect();
+        }
+      }
+    } finally {
+      s.disconnect();
+      d.disconnect();
+    }
+  } finally {
+    any.disconnect();
+  }
+}
