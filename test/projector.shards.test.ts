@@ -12,7 +12,7 @@ import type { NewEvent } from '../src/eventstore/port.ts';
 import { createLogger } from '../src/log.ts';
 import { PartitionRunner } from '../projections/runner.ts';
 import type { Projection } from '../projections/types.ts';
-import { genKeys, generationPrefix, readModelKey, SHARDS, shardOf, shardOfKey } from '../src/readmodel/keys.ts';
+import { genKeys, generationPrefix, readModelKey, SHARDS, shardOf, shardOfKey, shardTag, slotOfTag } from '../src/readmodel/keys.ts';
 import { deletePrefix, tempDir, TEST_REDIS_URL, uniquePrefix, type Teardownable } from './helpers/service.ts';
 import { until } from './helpers/wait.ts';
 
@@ -66,7 +66,14 @@ t.test('shard keys: the name shows the shard, the shards cover the channels', as
   t.equal(shardOfKey('channel:01ABC:files'), -1, 'keys of a channel that are not spread stay in the main slot');
   t.equal(shardOfKey('channel:01ABC:webhooks'), -1);
   t.equal(shardOfKey('pchannel:01ABC'), -1);
-  t.match(readModelKey('p:', 3, 'lastmsg:01ABC'), new RegExp(`^p:\\{g3\\.${shardOf('01ABC')}\\}:lastmsg:01ABC$`));
+  t.match(readModelKey('p:', 3, 'lastmsg:01ABC'), new RegExp(`^p:\\{g3\\.${shardOf('01ABC')}\\.\\d+\\}:lastmsg:01ABC$`));
+  // Redis Cluster's key slots (CLUSTER KEYSLOT): CRC16 mod 16384.
+  t.same(['somekey', 'foo', 'hello', '123456789'].map(slotOfTag), [11058, 12182, 866, 0x31c3 & 16383]);
+  // Each shard's tag falls in its own 1/64 of the slots: masters with equal slot ranges hold equal numbers of shards.
+  for (const gen of [1, 2, 77]) {
+    const buckets = Array.from({ length: SHARDS }, (_, s) => Math.floor(slotOfTag(shardTag(gen, s)) / (16384 / SHARDS)));
+    t.same(buckets, Array.from({ length: SHARDS }, (_, s) => s), `generation ${gen}: shard s in the s-th range of slots`);
+  }
   t.equal(readModelKey('p:', 3, 'server:1'), 'p:{g3}:server:1');
   t.ok(new Set(CHANNELS.map(shardOf)).size >= 20, `40 channels fall into ${new Set(CHANNELS.map(shardOf)).size} of ${SHARDS} shards`);
 });

@@ -17,7 +17,7 @@ import type { ServerState } from '../domain/server/state.ts';
 import type { RelationsState } from '../domain/relationship/state.ts';
 import type { PrivateChannelState } from '../domain/private/state.ts';
 import type { EventStore } from '../eventstore/port.ts';
-import { generationPrefix, rm, shardOfKey } from '../readmodel/keys.ts';
+import { generationPrefix, rm, shardOfKey, shardPrefix } from '../readmodel/keys.ts';
 
 /** Counts of what a generation describes. */
 export interface ReadModelCounts {
@@ -53,7 +53,7 @@ async function scanKeys(redis: RedisClient, genPrefix: string): Promise<string[]
   await scanEveryMaster(redis, `${genPrefix}*`, async (keys) => {
     for (const k of keys) out.push(k.slice(genPrefix.length));
   });
-  // Shard s's keys are under `<prefix>{g<N>.<s>}:` (src/readmodel/keys.ts `shardPrefix`).
+  // Shard s's keys are under `<prefix>{g<N>.<s>.<k>}:` (src/readmodel/keys.ts `shardPrefix`).
   const base = shardBase(genPrefix);
   await scanEveryMaster(redis, `${base}*`, async (keys) => {
     for (const k of keys) out.push(k.slice(k.indexOf('}:', base.length) + 2));
@@ -66,10 +66,12 @@ function shardBase(genPrefix: string): string {
   return `${genPrefix.slice(0, -2)}.`;
 }
 
-/** The full key of a logical key in the generation under `genPrefix` (in its shard when it is spread). */
+/** The full key of a logical key in the generation under `genPrefix` (`<prefix>{g<N>}:`; in its shard when it is spread). */
 function fullKey(genPrefix: string, logical: string): string {
   const s = shardOfKey(logical);
-  return s < 0 ? genPrefix + logical : `${shardBase(genPrefix)}${s}}:${logical}`;
+  if (s < 0) return genPrefix + logical;
+  const at = genPrefix.lastIndexOf('{g');
+  return shardPrefix(genPrefix.slice(0, at), Number(genPrefix.slice(at + 2, -2)), s) + logical;
 }
 
 /** Runs `f` over `items` in batches of 500 in one pipeline each; returns the results in order. */

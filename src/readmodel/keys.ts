@@ -4,7 +4,7 @@
  *
  * Hash tags (`{…}`) keep every multi-key operation inside one Redis Cluster slot (docs/ARCHITECTURE.md
  * "Redis Cluster"): `{g<N>}` the generation's main slot (a partition's batch and its checkpoint commit in one
- * MULTI), `{g<N>.<s>}` shard s of the channel-spread keys (a channel's messages and last message id, each
+ * MULTI), `{g<N>.<s>}` shard s of the channel-spread keys (`shardTag`) (a channel's messages and last message id, each
  * shard with its own per-partition checkpoints: `shardOfKey`), `{ctl}` the generation bookkeeping (one
  * script), `{live}` the client-event and presence streams and the presence hashes (one XREAD, one script).
  * On one Redis the tags change nothing.
@@ -52,9 +52,53 @@ export function shardOfKey(logical: string): number {
   return -1;
 }
 
+/** CRC16 (XMODEM) table: Redis Cluster's key slot is CRC16 of the hash tag mod 16384. */
+const CRC16 = (() => {
+  const t = new Uint16Array(256);
+  for (let i = 0; i < 256; i++) {
+    let c = i << 8;
+    for (let j = 0; j < 8; j++) c = c & 0x8000 ? ((c << 1) ^ 0x1021) & 0xffff : (c << 1) & 0xffff;
+    t[i] = c;
+  }
+  return t;
+})();
+
+/** The Redis Cluster slot of a hash tag (the text between the braces; ASCII). */
+export function slotOfTag(tag: string): number {
+  let crc = 0;
+  for (let i = 0; i < tag.length; i++) crc = ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ tag.charCodeAt(i)) & 0xff]!;
+  return crc & 16383;
+}
+
+const shardTags = new Map<number, string[]>();
+
+/**
+ * The hash tag of shard s in generation `gen`: `g<N>.<s>.<k>`, the first k whose slot falls in the s-th of
+ * `SHARDS` equal ranges of the 16,384 slots. The shards are then spread over the slots evenly rather than at
+ * random, so masters that own equal ranges of slots (`redis-cli --cluster create`, `--cluster rebalance`) own
+ * equal numbers of shards. Deterministic: every process computes the same tags (about 64 CRCs per shard, once
+ * per generation).
+ */
+export function shardTag(gen: number, shard: number): string {
+  let tags = shardTags.get(gen);
+  if (!tags) {
+    const width = 16384 / SHARDS;
+    tags = Array.from({ length: SHARDS }, (_, s) => {
+      for (let k = 0; k < 100_000; k++) {
+        const tag = `g${gen}.${s}.${k}`;
+        if (Math.floor(slotOfTag(tag) / width) === s) return tag;
+      }
+      return `g${gen}.${s}.0`;
+    });
+    if (shardTags.size > 16) shardTags.clear();
+    shardTags.set(gen, tags);
+  }
+  return tags[shard]!;
+}
+
 /** Prefix of shard s's keys in generation `gen`. */
 export function shardPrefix(prefix: string, gen: number, shard: number): string {
-  return `${prefix}{g${gen}.${shard}}:`;
+  return `${prefix}{${shardTag(gen, shard)}}:`;
 }
 
 /**
