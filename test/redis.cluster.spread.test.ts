@@ -1,7 +1,9 @@
 /**
  * Read models sharded over the masters of a real 3-master Redis Cluster (issue 37 part 1, docs/ARCHITECTURE.md
  * "Redis Cluster"): a server channel, its messages and last message id live in one of `SHARDS` shards chosen by
- * the channel id, so one server's busy channels spread over every master.
+ * the channel id, so one server's busy channels spread over every master. The channel ids are random: a master
+ * gets fewer than 7 of the 40 channels (about the 15 % asked) in under 1 % of runs (binomial estimate), and
+ * each shard's tag is chosen so that the masters' equal slot ranges hold equal numbers of shards.
  */
 import t from 'tap';
 import { Redis } from 'ioredis';
