@@ -4,8 +4,8 @@
  *
  * Hash tags (`{…}`) keep every multi-key operation inside one Redis Cluster slot (docs/ARCHITECTURE.md
  * "Redis Cluster"): `{g<N>}` the generation's main slot (a partition's batch and its checkpoint commit in one
- * MULTI), `{g<N>.<s>}` shard s of the channel-spread keys (`shardTag`) (a channel's messages and last message id, each
- * shard with its own per-partition checkpoints: `shardOfKey`), `{ctl}` the generation bookkeeping (one
+ * MULTI), `{g<N>.<s>.<k>}` shard s of the channel-spread keys (a server channel, its messages and last message
+ * id: `shardOfKey`, `shardTag`), each shard with its own per-partition checkpoints, `{ctl}` the generation bookkeeping (one
  * script), `{live}` the client-event and presence streams and the presence hashes (one XREAD, one script).
  * On one Redis the tags change nothing.
  */
@@ -21,7 +21,7 @@ import { partitionOf } from '../partition.ts';
  * 3: a channel's `last_message_id` moved out of `channel:<id>` / `pchannel:<id>` into `lastmsg:<id>`, so a
  *    message sent no longer rewrites (and drops from every API process's fact cache) the channel it is in.
  * 4: a server channel (`channel:<id>`), its history and `lastmsg:<id>` moved out of the generation's slot into
- *    one of `SHARDS` shards (`{g<N>.<s>}`, s from the channel id), so a Redis Cluster spreads them over its masters.
+ *    one of `SHARDS` shards (`{g<N>.<s>.<k>}`, s from the channel id), so a Redis Cluster spreads them over its masters.
  */
 export const READ_MODEL_LAYOUT = 4;
 
