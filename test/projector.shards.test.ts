@@ -12,9 +12,10 @@ import type { NewEvent } from '../src/eventstore/port.ts';
 import { createLogger } from '../src/log.ts';
 import { PartitionRunner } from '../projections/runner.ts';
 import type { Projection } from '../projections/types.ts';
-import { genKeys, generationPrefix, readModelKey, SHARDS, shardOf, shardOfKey, shardTag, slotOfTag } from '../src/readmodel/keys.ts';
+import { controlKeys, genKeys, generationPrefix, readModelKey, SHARDS, shardOf, shardOfKey, shardTag, slotOfTag } from '../src/readmodel/keys.ts';
 import { deletePrefix, tempDir, TEST_REDIS_URL, uniquePrefix, type Teardownable } from './helpers/service.ts';
 import { until } from './helpers/wait.ts';
+import { ReadModels } from '../src/readmodel/reader.ts';
 
 const log = createLogger('silent');
 
@@ -125,6 +126,19 @@ t.test('split commits: a crash after the main slot committed, with some shards c
   t.equal(before.total, 3 * 23, 'three batches counted in the main slot');
   const inShards = [...before.perChannel.values()].reduce((a, n) => a + n, 0);
   t.ok(inShards < before.total, `the shards lack part of the third batch (${inShards} of ${before.total})`);
+
+  // Read-your-writes: while the record is there, readers take the partition to be at its start, not at the
+  // checkpoint (a write of the third batch is not yet readable in every shard).
+  await check.set(controlKeys(prefix).generation, '1');
+  const sub = new Redis(TEST_REDIS_URL);
+  t.teardown(() => sub.disconnect());
+  const readModels = new ReadModels({ redis: check, subscriber: sub, prefix, partitions: 1, log, waitMs: 1500 });
+  await readModels.start();
+  t.teardown(() => readModels.close());
+  await readModels.waitFor('x', BigInt(record.f!));
+  t.pass('a write up to the record\'s start is readable');
+  const waited = await readModels.waitFor('x', BigInt(record.t)).then(() => 'resolved', (err: { status?: number }) => err.status);
+  t.equal(waited, 503, 'a write of the batch still in flight waits (503 at the deadline)');
 
   // A new runner (new connections) resumes from the record's start and drops what each slot already has.
   const main2 = new Redis(TEST_REDIS_URL);
