@@ -8,10 +8,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { connectionForKey, createRedis, isCluster, type RedisClient } from '../src/redis.ts';
+import { connectionForKey, connectionsForKeys, createRedis, isCluster, type RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
-import { controlKeys, genKeys, generationPrefix, readModelIdentity } from '../src/readmodel/keys.ts';
+import { controlKeys, genKeys, generationPrefix, generationPrefixes, readModelIdentity, SHARDS, shardPrefix } from '../src/readmodel/keys.ts';
 import { deleteKeys } from './rebuild.ts';
 import { PartitionRunner } from './runner.ts';
 import type { Projection } from './types.ts';
@@ -187,7 +187,7 @@ export class Projector {
       if (replaced !== undefined) {
         this.o.log.warn({ replaced, generation: gen, store: this.storeId }, 'the read models belonged to another event store or layout: rebuilding from this one');
         // Its checkpoints are positions in another store: nothing reads that generation any more.
-        void deleteKeys(this.admin, generationPrefix(this.o.prefix, replaced)).catch(() => undefined);
+        for (const p of generationPrefixes(this.o.prefix, replaced)) void deleteKeys(this.admin, p).catch(() => undefined);
       }
       await this.announcePreferences();
       await this.handBack();
@@ -232,7 +232,7 @@ export class Projector {
       await this.stopAll(false);
       this.generation = next;
       // Nothing reads the old generation any more; its effects of lost events must not come back.
-      void deleteKeys(this.admin, generationPrefix(this.o.prefix, old)).catch(() => undefined);
+      for (const p of generationPrefixes(this.o.prefix, old)) void deleteKeys(this.admin, p).catch(() => undefined);
     }
   }
 
@@ -334,6 +334,26 @@ export class Projector {
       redis.disconnect();
       return;
     }
+    // On a cluster, each shard of the generation commits on a plain connection to its slot's master; they end
+    // with the partition's own connection.
+    let shardRedis: RedisClient[] | undefined;
+    if (isCluster(this.admin)) {
+      const keys = Array.from({ length: SHARDS }, (_, s) => shardPrefix(this.o.prefix, gen, s) + genKeys.shardCheckpoint(this.o.partitions, i));
+      try {
+        const { conns, extra } = await connectionsForKeys(this.admin, keys, redis, {
+          maxRetriesPerRequest: null,
+          enableOfflineQueue: false,
+          noResend: true,
+          noReconnect: true,
+          ...(this.o.connectionName ? { connectionName: this.o.connectionName } : {}),
+        });
+        shardRedis = conns;
+        redis.once('end', () => extra.forEach((c) => c.disconnect()));
+      } catch (err) {
+        redis.disconnect();
+        throw err;
+      }
+    }
     const runner = new PartitionRunner({
       store: this.o.store,
       redis,
@@ -344,7 +364,8 @@ export class Projector {
       projections: this.o.projections,
       log: this.o.log,
       rebuilding: cp === null && head !== undefined,
-      ...(isCluster(this.admin) ? { eventsRedis: this.admin } : {}),
+      ...(isCluster(this.admin) ? { eventsRedis: this.admin, splitCommits: true } : {}),
+      ...(shardRedis ? { shardRedis } : {}),
       onStop: (reason) => void this.onRunnerStop(i, runner, reason),
     });
     this.owned.set(i, { runner, redis, generation: gen });

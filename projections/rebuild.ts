@@ -4,10 +4,10 @@
  * are deleted afterwards. Readers keep using the old generation until the swap, so a rebuild never shows
  * half-built read models. Client events are not emitted while rebuilding.
  */
-import { connectionForKey, createRedis, isCluster, scanKeys, type RedisClient } from '../src/redis.ts';
+import { connectionForKey, connectionsForKeys, createRedis, isCluster, scanKeys, type RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
-import { controlKeys, genKeys, generationPrefix, readModelIdentity } from '../src/readmodel/keys.ts';
+import { controlKeys, genKeys, generationPrefix, generationPrefixes, readModelIdentity, SHARDS, shardPrefix } from '../src/readmodel/keys.ts';
 import { PartitionRunner } from './runner.ts';
 import type { Projection } from './types.ts';
 
@@ -90,13 +90,19 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
           // On a cluster: a plain connection to the master of the new generation's slot, which ends (and the
           // partition resubscribes on a new one) when that master fails over.
           const cpKey = generationPrefix(prefix, generation) + genKeys.checkpoint(o.partitions, i);
-          connectionForKey(o.redisUrl, admin, cpKey, isCluster(admin) ? { maxRetriesPerRequest: null, noReconnect: true, noResend: true } : { maxRetriesPerRequest: null }).then(
-            (redis) => {
+          const plain = { maxRetriesPerRequest: null, noReconnect: true, noResend: true };
+          connectionForKey(o.redisUrl, admin, cpKey, isCluster(admin) ? plain : { maxRetriesPerRequest: null })
+            .then(async (redis) => {
               conns.push(redis);
-              begin(redis);
-            },
-            (err: unknown) => dropped(undefined, 'error', err),
-          );
+              if (!isCluster(admin)) return begin(redis);
+              // Each shard commits on a plain connection to its slot's master (as the projector's partitions).
+              const keys = Array.from({ length: SHARDS }, (_, s) => shardPrefix(prefix, generation, s) + genKeys.shardCheckpoint(o.partitions, i));
+              const { conns: shardRedis, extra } = await connectionsForKeys(admin, keys, redis, plain);
+              conns.push(...extra);
+              redis.once('end', () => extra.forEach((c) => c.disconnect()));
+              begin(redis, shardRedis);
+            })
+            .catch((err: unknown) => dropped(undefined, 'error', err));
         };
         const dropped = (redis: RedisClient | undefined, reason: 'error' | 'checkpoint-lost', err?: unknown) => {
           if (settled) return;
@@ -110,7 +116,7 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
           redis?.disconnect();
           setTimeout(start, Math.min(5000, 200 * 2 ** (drops - 1)));
         };
-        const begin = (redis: RedisClient) => {
+        const begin = (redis: RedisClient, shardRedis?: RedisClient[]) => {
           const onStop = (reason: 'error' | 'checkpoint-lost', err?: unknown) => dropped(redis, reason, err);
           const runner: PartitionRunner = new PartitionRunner({
             store,
@@ -124,6 +130,7 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
             rebuilding: true,
             stopWhenCaughtUp: true,
             batchSize: 2000,
+            ...(shardRedis ? { splitCommits: true, shardRedis } : {}),
             onCommit: (position, _applied, n) => {
               drops = 0;
               positions[i] = position;
@@ -157,7 +164,7 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
       if (previous !== undefined && previous !== generation && o.deleteOld !== false) {
         // Readers that already hold the old prefix finish their request first.
         await new Promise((r) => setTimeout(r, 500));
-        await deleteKeys(admin, generationPrefix(prefix, previous));
+        for (const p of generationPrefixes(prefix, previous)) await deleteKeys(admin, p);
         await admin.hdel(ctl.generationStores, String(previous));
       }
     }

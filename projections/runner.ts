@@ -12,8 +12,8 @@ import type { Logger } from 'pino';
 import type { EventStore, RecordedEvent, Subscription } from '../src/eventstore/port.ts';
 import { EVENT_SCHEMAS, isKnownEventType, upcast } from '../src/domain/events.ts';
 import { partitionOf } from '../src/partition.ts';
-import { controlKeys, genKeys, generationPrefix } from '../src/readmodel/keys.ts';
-import { BatchTx, ValueCache } from './tx.ts';
+import { controlKeys, genKeys, generationPrefix, SHARDS, shardPrefix } from '../src/readmodel/keys.ts';
+import { BatchTx, ValueCache, type ShardRouting } from './tx.ts';
 import type { Invalidation } from '../src/readmodel/factCache.ts';
 import type { Projection } from './types.ts';
 import { quarantineEvents, type QuarantinedEvent } from './quarantine.ts';
@@ -56,6 +56,23 @@ export interface PartitionRunnerOptions {
   beforeExec?: () => Promise<void> | void;
   /** Maximum MULTI size before the batch is split (commands). */
   maxOps?: number;
+  /**
+   * Commit the main slot and each shard (`SHARDS`, src/readmodel/keys.ts) in MULTIs of their own, each with its
+   * own checkpoint: what a cluster needs (a MULTI stays in one slot). Set on a cluster; on one Redis every write
+   * of a batch commits in one MULTI unless a test sets it.
+   */
+  splitCommits?: boolean;
+  /** With `splitCommits`: the connection of each shard (plain, to the master of its slot). Unset: `redis`. */
+  shardRedis?: readonly RedisClient[];
+  /** Injected fault for tests: with `splitCommits`, runs after the main slot's EXEC, before the shards'. */
+  afterMainExec?: () => Promise<void> | void;
+}
+
+/** The spread record (`genKeys.spread`): batch `(f, t]` is committed in the main slot, maybe not yet in shards `v`. */
+interface SpreadRecord {
+  f: string | null;
+  t: string;
+  v: number[];
 }
 
 /** One partition's projector in one generation. */
@@ -67,6 +84,12 @@ export class PartitionRunner {
   private readonly readyKey: string;
   private readonly eventsKey: string;
   private readonly invKey: string;
+  private readonly spreadKey: string;
+  /** With `splitCommits`: the partition's checkpoint in each shard (absent: it never wrote there). */
+  private readonly shardCps = new Map<number, bigint>();
+  /** With `splitCommits`: the spread record in Redis (JSON as written), while one may be there. */
+  private spread: string | undefined;
+  private readonly routing: ShardRouting;
   private readonly cache = new ValueCache();
   private readonly byType = new Map<string, Projection[]>();
   private checkpoint: bigint | undefined;
@@ -88,6 +111,15 @@ export class PartitionRunner {
     this.readyKey = this.keyPrefix + genKeys.caughtUp(o.partitions, o.partition);
     this.eventsKey = controlKeys(o.prefix).clientEvents(o.partitions, o.partition);
     this.invKey = controlKeys(o.prefix).invalidations(o.partitions, o.partition);
+    this.spreadKey = this.keyPrefix + genKeys.spread(o.partitions, o.partition);
+    // Where each key of a batch lives. Without split commits everything is one MULTI: no shard checkpoints,
+    // and no write is ever dropped (the runner resumes from its one checkpoint).
+    this.routing = {
+      prefix: o.prefix,
+      generation: o.generation,
+      conn: (shard) => (shard < 0 || !o.shardRedis ? o.redis : o.shardRedis[shard]!),
+      done: (shard) => (!o.splitCommits ? undefined : shard < 0 ? this.checkpoint : this.shardCps.get(shard)),
+    };
     for (const p of o.projections) {
       for (const t of p.handles === 'all' ? Object.keys(EVENT_SCHEMAS) : p.handles) {
         const list = this.byType.get(t) ?? [];
@@ -115,20 +147,53 @@ export class PartitionRunner {
 
   /** Loads the checkpoint and starts following the log. */
   async start(): Promise<void> {
-    const [raw, rawEvent] = await this.o.redis.mget(this.cpKey, this.cpEventKey);
+    const [raw, rawEvent, rawSpread] = await this.o.redis.mget(this.cpKey, this.cpEventKey, this.spreadKey);
     this.checkpoint = raw === null || raw === undefined ? undefined : BigInt(raw);
     this.checkpointEvent = this.checkpoint === undefined ? undefined : (rawEvent ?? undefined);
+    let after = this.checkpoint;
+    if (this.o.splitCommits) {
+      await this.loadShardCheckpoints();
+      if (rawSpread !== null && rawSpread !== undefined) {
+        // The last batch committed in the main slot may be missing from some shards (a crash between the
+        // commits): replay it from its start. Each slot drops the writes it already has (`ShardRouting.done`).
+        this.spread = rawSpread;
+        const sp = JSON.parse(rawSpread) as SpreadRecord;
+        if (!this.spreadDone(sp)) after = sp.f === null ? undefined : BigInt(sp.f);
+      }
+    }
     this.o.log.info(
-      { partition: this.o.partition, generation: this.o.generation, checkpoint: raw, rebuilding: this.rebuilding },
+      { partition: this.o.partition, generation: this.o.generation, checkpoint: raw, from: after?.toString(), rebuilding: this.rebuilding },
       'projector partition starting',
     );
     this.sub = this.o.store.subscribe({
-      after: this.checkpoint,
+      after,
       batchSize: this.o.batchSize ?? 500,
       onEvents: (events) => this.onEvents(events),
       onCaughtUp: () => void this.onCaughtUp(),
       onError: (err) => this.fail(err),
     });
+  }
+
+  /** Reads the partition's checkpoint in every shard. */
+  private async loadShardCheckpoints(): Promise<void> {
+    const keys = Array.from({ length: SHARDS }, (_, s) => this.shardCpKey(s));
+    const values = this.o.shardRedis
+      ? await Promise.all(keys.map((k, s) => this.o.shardRedis![s]!.get(k)))
+      : await this.o.redis.mget(...keys);
+    this.shardCps.clear();
+    values.forEach((v, s) => {
+      if (v !== null && v !== undefined) this.shardCps.set(s, BigInt(v));
+    });
+  }
+
+  private shardCpKey(shard: number): string {
+    return shardPrefix(this.o.prefix, this.o.generation, shard) + genKeys.shardCheckpoint(this.o.partitions, this.o.partition);
+  }
+
+  /** Whether every shard a spread record names has committed its batch. */
+  private spreadDone(sp: SpreadRecord): boolean {
+    const t = BigInt(sp.t);
+    return sp.v.every((s) => (this.shardCps.get(s) ?? -1n) >= t);
   }
 
   private async onCaughtUp(): Promise<void> {
@@ -200,6 +265,7 @@ export class PartitionRunner {
   private async applyOne(raw: RecordedEvent, tx: BatchTx): Promise<QuarantinedEvent | undefined> {
     if (!this.handles(raw)) return undefined;
     const handlers = this.byType.get(raw.type)!;
+    tx.position = raw.position;
     let current = '(upcast)';
     try {
       const e = upcast(raw);
@@ -227,10 +293,11 @@ export class PartitionRunner {
   }
 
   private newTx(): BatchTx {
-    return new BatchTx(this.o.redis, this.keyPrefix, this.cache, this.o.partition, this.rebuilding);
+    return new BatchTx(this.o.redis, this.keyPrefix, this.cache, this.o.partition, this.rebuilding, this.routing);
   }
 
   private async commit(tx: BatchTx, last: RecordedEvent, applied: number, seen: number, quarantined: readonly QuarantinedEvent[] = []): Promise<void> {
+    if (this.o.splitCommits) return this.commitSplit(tx, last, applied, seen, quarantined);
     const position = last.position;
     await this.o.beforeExec?.();
     const r = this.o.redis;
@@ -275,14 +342,132 @@ export class PartitionRunner {
       // The batch is committed: a lost append only costs live delivery (docs/ARCHITECTURE.md "Redis Cluster").
       await p.exec().catch((err: unknown) => this.o.log.warn({ err, partition: this.o.partition }, 'client events not appended'));
     }
+    this.committed(position, applied, seen, quarantined);
+  }
+
+  /** After every commit of a batch: metrics, quarantine notices, the checkpoint's announcement. */
+  private committed(position: bigint, applied: number, seen: number, quarantined: readonly QuarantinedEvent[]): void {
     for (const q of quarantined) {
       countQuarantinedEvent(this.o.partition);
       quarantineEvents.emit('quarantined', q);
     }
     observeProjectorBatch(this.o.partition, applied);
     const ctl = controlKeys(this.o.prefix);
-    void r.publish(ctl.checkpointChannel, `${this.o.generation}:${this.o.partition}:${position}`).catch(() => {});
+    // While a spread record is open the shards it names may lack its batch: readers may rely on its start only.
+    const announced = this.spread !== undefined ? (JSON.parse(this.spread) as SpreadRecord).f : (this.checkpoint ?? position).toString();
+    if (announced !== null) void this.o.redis.publish(ctl.checkpointChannel, `${this.o.generation}:${this.o.partition}:${announced}`).catch(() => {});
     this.o.onCommit?.(position, applied, seen);
+  }
+
+  /**
+   * The cluster's commit (docs/ARCHITECTURE.md "Redis Cluster"): the main slot's writes with the checkpoint and
+   * a spread record naming the shards still to commit, in one MULTI; then each shard's writes with the
+   * partition's checkpoint in that shard, in one MULTI per shard (WATCH on it); then the spread record goes.
+   * A crash in between leaves the record: the next runner replays the batch and each slot drops what it has.
+   */
+  private async commitSplit(tx: BatchTx, last: RecordedEvent, applied: number, seen: number, quarantined: readonly QuarantinedEvent[]): Promise<void> {
+    const position = last.position;
+    await this.o.beforeExec?.();
+    const r = this.o.redis;
+    const byShard = new Map<number, number[]>();
+    tx.opShards.forEach((s, i) => {
+      const list = byShard.get(s);
+      if (list) list.push(i);
+      else byShard.set(s, [i]);
+    });
+    const mainOps = byShard.get(-1) ?? [];
+    byShard.delete(-1);
+    const shards = [...byShard.keys()].sort((a, b) => a - b);
+    const mine = this.checkpoint === undefined ? null : this.checkpoint.toString();
+    // A replay below the main checkpoint has nothing for the main slot (BatchTx dropped it).
+    if (this.checkpoint === undefined || position > this.checkpoint) {
+      await r.watch(this.cpKey);
+      const current = await r.get(this.cpKey);
+      if (current !== mine) {
+        await r.unwatch();
+        this.lose(`checkpoint is ${current ?? 'missing'}, expected ${mine ?? 'missing'}`);
+        return;
+      }
+      const m = r.multi();
+      for (const i of mainOps) (m as unknown as { call: (...a: unknown[]) => void }).call(...tx.ops[i]!);
+      const qKey = this.keyPrefix + genKeys.quarantine(this.o.partitions, this.o.partition);
+      for (const q of quarantined) m.hset(qKey, q.position, JSON.stringify(q));
+      // The record covers this batch and any earlier one whose shards have not all committed yet.
+      const prev = this.spread === undefined ? undefined : (JSON.parse(this.spread) as SpreadRecord);
+      const open = prev && !this.spreadDone(prev) ? prev : undefined;
+      let record: string | undefined;
+      if (shards.length > 0 || open) {
+        const v = [...new Set([...shards, ...(open ? open.v.filter((s) => (this.shardCps.get(s) ?? -1n) < BigInt(open.t)) : [])])].sort((a, b) => a - b);
+        record = JSON.stringify({ f: open ? open.f : mine, t: position.toString(), v } satisfies SpreadRecord);
+        m.set(this.spreadKey, record);
+      } else if (this.spread !== undefined) m.del(this.spreadKey);
+      m.set(this.cpKey, position.toString());
+      m.set(this.cpEventKey, last.id);
+      const result = await m.exec();
+      if (result === null) {
+        this.lose('checkpoint changed during the commit');
+        return;
+      }
+      const failed = result.find(([err]) => err);
+      if (failed) throw failed[0];
+      this.checkpoint = position;
+      this.checkpointEvent = last.id;
+      this.spread = record;
+      await this.o.afterMainExec?.();
+    }
+    // Each shard's writes with the partition's checkpoint there; shards on one connection one after the other.
+    const byConn = new Map<RedisClient, number[]>();
+    for (const s of shards) {
+      const c = this.routing.conn(s);
+      const list = byConn.get(c);
+      if (list) list.push(s);
+      else byConn.set(c, [s]);
+    }
+    const lost: string[] = [];
+    await Promise.all(
+      [...byConn].map(async ([c, list]) => {
+        for (const s of list) {
+          if (lost.length > 0 || this.stopped) return;
+          const key = this.shardCpKey(s);
+          const known = this.shardCps.get(s);
+          await c.watch(key);
+          const current = await c.get(key);
+          if (current !== (known === undefined ? null : known.toString())) {
+            await c.unwatch();
+            lost.push(`shard ${s} checkpoint is ${current ?? 'missing'}, expected ${known ?? 'missing'}`);
+            return;
+          }
+          const m = c.multi();
+          for (const i of byShard.get(s)!) (m as unknown as { call: (...a: unknown[]) => void }).call(...tx.ops[i]!);
+          m.set(key, position.toString());
+          const result = await m.exec();
+          if (result === null) {
+            lost.push(`shard ${s} checkpoint changed during the commit`);
+            return;
+          }
+          const failed = result.find(([err]) => err);
+          if (failed) throw failed[0];
+          this.shardCps.set(s, position);
+        }
+      }),
+    );
+    if (lost.length > 0) {
+      this.lose(lost[0]!);
+      return;
+    }
+    // Every shard has the batch: the record goes (unless another runner wrote its own since).
+    if (this.spread !== undefined && this.spreadDone(JSON.parse(this.spread) as SpreadRecord)) {
+      await r.eval(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`, 1, this.spreadKey, this.spread);
+      this.spread = undefined;
+    }
+    tx.commitToCache();
+    // Live events once every slot has the batch: a client that reads on an event finds what it announces.
+    if (tx.emitted.length > 0 && !this.rebuilding) {
+      const p = (this.o.eventsRedis ?? r).pipeline();
+      for (const ev of tx.emitted) p.xadd(this.eventsKey, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(ev));
+      await p.exec().catch((err: unknown) => this.o.log.warn({ err, partition: this.o.partition }, 'client events not appended'));
+    }
+    this.committed(position, applied, seen, quarantined);
   }
 
   private lose(why: string): void {

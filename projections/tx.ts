@@ -5,6 +5,7 @@
 import type { RedisClient } from '../src/redis.ts';
 import { fieldKey, isCacheableHash, isCacheableKey, pageKeyOf } from '../src/readmodel/factCache.ts';
 import { recordHead, recordRange } from '../src/readmodel/records.ts';
+import { shardOfKey, shardPrefix } from '../src/readmodel/keys.ts';
 import type { ClientEventRoute, ProjectionTx } from './types.ts';
 
 const DELETED = Symbol('deleted');
@@ -89,9 +90,26 @@ export interface Emitted {
   payload: Record<string, unknown>;
 }
 
+/**
+ * Where a batch's spread keys live (docs/ARCHITECTURE.md "Redis Cluster"): shard s's keys under
+ * `shardPrefix(prefix, generation, s)`, read on `conn(s)`; the main slot is shard -1. `done(s)` is the position
+ * up to which the partition's writes to s are already applied (its checkpoint there): while a runner replays
+ * events at or below it, their writes to s are dropped (they are in Redis), and reads of s see Redis.
+ */
+export interface ShardRouting {
+  prefix: string;
+  generation: number;
+  conn(shard: number): RedisClient;
+  done(shard: number): bigint | undefined;
+}
+
 /** Implementation of ProjectionTx for one batch. */
 export class BatchTx implements ProjectionTx {
   readonly ops: Array<[string, ...Array<string | number>]> = [];
+  /** The shard each of `ops` writes (-1: the main slot), in the same order. */
+  readonly opShards: number[] = [];
+  /** Position of the event being applied (set by the runner; with `routing`, decides which writes are dropped). */
+  position: bigint | undefined;
   readonly emitted: Emitted[] = [];
   /** Logical keys (`key` or `key\nfield`) the API processes cache and this batch writes (their invalidations). */
   readonly touched = new Set<string>();
@@ -107,10 +125,46 @@ export class BatchTx implements ProjectionTx {
     private readonly cache: ValueCache,
     readonly partition: number,
     readonly rebuilding: boolean,
+    private readonly routing?: ShardRouting,
   ) {}
 
+  private readonly shardPrefixes = new Map<number, string>();
+
   private k(key: string): string {
-    return this.keyPrefix + key;
+    if (!this.routing) return this.keyPrefix + key;
+    const s = shardOfKey(key);
+    if (s < 0) return this.keyPrefix + key;
+    let p = this.shardPrefixes.get(s);
+    if (p === undefined) {
+      p = shardPrefix(this.routing.prefix, this.routing.generation, s);
+      this.shardPrefixes.set(s, p);
+    }
+    return p + key;
+  }
+
+  private shard(key: string): number {
+    return this.routing ? shardOfKey(key) : -1;
+  }
+
+  /** The connection a key is read on. */
+  private r(key: string): RedisClient {
+    return this.routing ? this.routing.conn(this.shard(key)) : this.redis;
+  }
+
+  /** True when the event being applied is already applied in the key's slot (a replay): its write is dropped. */
+  private skips(key: string): boolean {
+    return this.skipsShard(this.shard(key));
+  }
+
+  private skipsShard(shard: number): boolean {
+    if (!this.routing || this.position === undefined) return false;
+    const done = this.routing.done(shard);
+    return done !== undefined && this.position <= done;
+  }
+
+  private push(key: string, op: [string, ...Array<string | number>]): void {
+    this.ops.push(op);
+    this.opShards.push(this.shard(key));
   }
 
   async getJson<T>(key: string): Promise<T | null> {
@@ -121,7 +175,7 @@ export class BatchTx implements ProjectionTx {
     }
     const cached = this.cache.get(full);
     if (cached !== undefined) return cached as T | null;
-    const raw = await this.redis.get(full);
+    const raw = await this.r(key).get(full);
     const v = raw === null ? null : (JSON.parse(raw) as T);
     this.cache.set(full, v);
     return v;
@@ -140,6 +194,7 @@ export class BatchTx implements ProjectionTx {
   }
 
   setJson(key: string, value: unknown): void {
+    if (this.skips(key)) return;
     this.touch(key);
     const full = this.k(key);
     this.values.set(full, value);
@@ -151,10 +206,11 @@ export class BatchTx implements ProjectionTx {
       return;
     }
     this.lastSet.set(full, this.ops.length);
-    this.ops.push(['set', full, JSON.stringify(value)]);
+    this.push(key, ['set', full, JSON.stringify(value)]);
   }
 
   del(key: string): void {
+    if (this.skips(key)) return;
     this.touch(key);
     const full = this.k(key);
     this.lastSet.delete(full);
@@ -162,7 +218,7 @@ export class BatchTx implements ProjectionTx {
     this.hashes.set(full, { wiped: true, fields: new Map() });
     this.sets.set(full, { wiped: true, added: new Set(), removed: new Set() });
     // UNLINK: the same as DEL for readers, but a large hash (a channel's messages) is freed off the main thread.
-    this.ops.push(['unlink', full]);
+    this.push(key, ['unlink', full]);
   }
 
   private hash(full: string): HashOverlay {
@@ -196,7 +252,7 @@ export class BatchTx implements ProjectionTx {
   }
 
   hgetJson<T>(key: string, field: string): Promise<T | null> {
-    return this.fieldJson<T>(key, field, (full) => this.redis.hget(full, field));
+    return this.fieldJson<T>(key, field, (full) => this.r(key).hget(full, field));
   }
 
   async hgetallJson<T>(key: string): Promise<Map<string, T>> {
@@ -204,7 +260,7 @@ export class BatchTx implements ProjectionTx {
     const h = this.hashes.get(full);
     const out = new Map<string, T>();
     if (!h?.wiped) {
-      const raw = await this.redis.hgetall(full);
+      const raw = await this.r(key).hgetall(full);
       for (const [f, v] of Object.entries(raw)) out.set(f, JSON.parse(v) as T);
     }
     if (h) {
@@ -217,25 +273,26 @@ export class BatchTx implements ProjectionTx {
   }
 
   hsetJson(key: string, field: string, value: unknown): void {
+    if (this.skips(key)) return;
     this.touch(key, field);
     const full = this.k(key);
     this.hash(full).fields.set(field, value);
-    this.ops.push(['hset', full, field, JSON.stringify(value)]);
+    this.push(key, ['hset', full, field, JSON.stringify(value)]);
   }
 
   hdel(key: string, ...fields: string[]): void {
-    if (fields.length === 0) return;
+    if (fields.length === 0 || this.skips(key)) return;
     const full = this.k(key);
     const h = this.hash(full);
     for (const f of fields) {
       h.fields.set(f, DELETED);
       this.touch(key, f);
     }
-    this.ops.push(['hdel', full, ...fields]);
+    this.push(key, ['hdel', full, ...fields]);
   }
 
   rgetJson<T>(key: string, id: string): Promise<T | null> {
-    return this.fieldJson<T>(key, id, async (full) => (await this.redis.zrangebylex(full, ...recordRange(id), 'LIMIT', 0, 1))[0] ?? null);
+    return this.fieldJson<T>(key, id, async (full) => (await this.r(key).zrangebylex(full, ...recordRange(id), 'LIMIT', 0, 1))[0] ?? null);
   }
 
   rsetJson(key: string, id: string, value: unknown): void {
@@ -249,6 +306,7 @@ export class BatchTx implements ProjectionTx {
   }
 
   private record(key: string, id: string, value: unknown, replace: boolean): void {
+    if (this.skips(key)) return;
     const json = JSON.stringify(value);
     // The record's bytes are its place in the set: one that does not begin with its id would be lost to it.
     if (!json.startsWith(recordHead(id))) throw new Error(`a record of ${key} must begin with {"_id":"${id}"`);
@@ -258,17 +316,18 @@ export class BatchTx implements ProjectionTx {
     if (replace) {
       // The record it replaces (if any) has other bytes: remove it by its id's range, then add.
       const [min, max] = recordRange(id);
-      this.ops.push(['zremrangebylex', full, min, max]);
+      this.push(key, ['zremrangebylex', full, min, max]);
     }
-    this.ops.push(['zadd', full, 0, json]);
+    this.push(key, ['zadd', full, 0, json]);
   }
 
   rdel(key: string, id: string): void {
+    if (this.skips(key)) return;
     this.touch(key);
     const full = this.k(key);
     this.hash(full).fields.set(id, DELETED);
     const [min, max] = recordRange(id);
-    this.ops.push(['zremrangebylex', full, min, max]);
+    this.push(key, ['zremrangebylex', full, min, max]);
   }
 
   private set(full: string): SetOverlay {
@@ -281,31 +340,31 @@ export class BatchTx implements ProjectionTx {
   }
 
   sadd(key: string, ...members: string[]): void {
-    if (members.length === 0) return;
+    if (members.length === 0 || this.skips(key)) return;
     const full = this.k(key);
     const s = this.set(full);
     for (const m of members) {
       s.added.add(m);
       s.removed.delete(m);
     }
-    this.ops.push(['sadd', full, ...members]);
+    this.push(key, ['sadd', full, ...members]);
   }
 
   srem(key: string, ...members: string[]): void {
-    if (members.length === 0) return;
+    if (members.length === 0 || this.skips(key)) return;
     const full = this.k(key);
     const s = this.set(full);
     for (const m of members) {
       s.removed.add(m);
       s.added.delete(m);
     }
-    this.ops.push(['srem', full, ...members]);
+    this.push(key, ['srem', full, ...members]);
   }
 
   async smembers(key: string): Promise<Set<string>> {
     const full = this.k(key);
     const s = this.sets.get(full);
-    const out = new Set<string>(s?.wiped ? [] : await this.redis.smembers(full));
+    const out = new Set<string>(s?.wiped ? [] : await this.r(key).smembers(full));
     if (s) {
       for (const m of s.removed) out.delete(m);
       for (const m of s.added) out.add(m);
@@ -314,27 +373,34 @@ export class BatchTx implements ProjectionTx {
   }
 
   zadd(key: string, score: number, member: string): void {
+    if (this.skips(key)) return;
     this.touch(key);
-    this.ops.push(['zadd', this.k(key), score, member]);
+    this.push(key, ['zadd', this.k(key), score, member]);
   }
 
   zrem(key: string, ...members: string[]): void {
-    if (members.length === 0) return;
+    if (members.length === 0 || this.skips(key)) return;
     this.touch(key);
-    this.ops.push(['zrem', this.k(key), ...members]);
+    this.push(key, ['zrem', this.k(key), ...members]);
   }
 
   eval(script: string, keys: string[], args: string[]): void {
+    // A script runs in one slot: its keys must share a shard (or all be in the main slot).
+    const shard = keys.length === 0 ? -1 : this.shard(keys[0]!);
+    if (keys.some((k) => this.shard(k) !== shard)) throw new Error(`a script's keys must share a shard: ${keys.join(', ')}`);
+    if (this.skipsShard(shard)) return;
     for (const k of keys) {
       this.touch(k);
       // The script may read the key: a later SET of it must come after the script, not replace an earlier one.
       this.lastSet.delete(this.k(k));
     }
     this.ops.push(['eval', script, keys.length, ...keys.map((k) => this.k(k)), ...args]);
+    this.opShards.push(shard);
   }
 
   emit(route: ClientEventRoute, payload: Record<string, unknown>): void {
-    if (!this.rebuilding) this.emitted.push({ route, payload });
+    // An event replayed below the main checkpoint was announced when it was first committed.
+    if (!this.rebuilding && !this.skipsShard(-1)) this.emitted.push({ route, payload });
   }
 
   /** After a successful commit: remember this batch's values in the partition cache. */

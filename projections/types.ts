@@ -8,6 +8,10 @@
  *   shared across scopes (e.g. a user's server list) are written with commutative ops only.
  * - Never read a clock or the network: everything comes from the event (its data and metadata).
  * - Replaying the same events from zero gives the same keys (idempotent by construction).
+ * - Spread keys (a server channel, its history, its last message id: `shardOfKey` in src/readmodel/keys.ts) live
+ *   in shards that commit after the main slot on a cluster. A write to a spread key may depend on main-slot reads
+ *   only for facts that change one way and whose change rewrites the spread key again (does the private channel
+ *   or role still exist); docs/ARCHITECTURE.md "Redis Cluster" says why. A Lua script's keys share one slot.
  */
 import type { StoredEvent } from '../src/domain/events.ts';
 

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { Redis } from 'ioredis';
 import { Permission } from '../src/permissions/bits.ts';
-import { generationPrefix, rm } from '../src/readmodel/keys.ts';
+import { readModelKey, rm } from '../src/readmodel/keys.ts';
 import { client, signup, type TestUser } from './helpers/http.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
 import { startTestService, TEST_REDIS_URL, waitServing } from './helpers/service.ts';
@@ -19,7 +19,7 @@ t.test('last_message_id apart from the channel', async (t) => {
   const whole = t;
   const redis = new Redis(TEST_REDIS_URL);
   t.teardown(() => void redis.disconnect());
-  const key = (logical: string) => generationPrefix(s.prefix, s.readModels.generation!) + logical;
+  const key = (logical: string) => readModelKey(s.prefix, s.readModels.generation!, logical);
   const [owner, member] = await Promise.all([signup(s), signup(s)]);
   const srv = await createServer(owner, 'Last');
   await join(owner, srv.general, member);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 import { createLogger } from '../src/log.ts';
 import { createRedis, type RedisClient } from '../src/redis.ts';
-import { controlKeys, generationPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, generationPrefix, readModelKey } from '../src/readmodel/keys.ts';
 import { rebuild } from '../projections/rebuild.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import { signup, type Res, type TestUser } from './helpers/http.ts';
@@ -144,7 +144,8 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
     const sent = await owner.api.post(`/channels/${srv.general}/messages`, { content: 'after the swap' });
     t.equal(sent.status, 200, 'writes go on after the swap');
     await m.waitFor((e) => e.type === 'Message' && e._id === sent.body._id);
-    t.equal(await admin.exists(generationPrefix(s.prefix, before!) + `channel:${srv.general}`), 0, 'the old generation was deleted on every master');
+    t.equal(await admin.exists(generationPrefix(s.prefix, before!) + `server:${srv.id}`), 0, 'the old generation was deleted on every master');
+    t.equal(await admin.exists(readModelKey(s.prefix, before!, `channel:${srv.general}:history`)), 0, 'its shards too');
   });
 
   t.test('a master lost without a replica: 503 JSON, never 500 or a hang; recovery once it is back', async (t) => {

@@ -17,7 +17,7 @@ import type { ServerState } from '../domain/server/state.ts';
 import type { RelationsState } from '../domain/relationship/state.ts';
 import type { PrivateChannelState } from '../domain/private/state.ts';
 import type { EventStore } from '../eventstore/port.ts';
-import { generationPrefix, rm } from '../readmodel/keys.ts';
+import { generationPrefix, rm, shardOfKey, shardPrefix } from '../readmodel/keys.ts';
 
 /** Counts of what a generation describes. */
 export interface ReadModelCounts {
@@ -47,13 +47,31 @@ export interface ReadModelCounts {
   groups: number;
 }
 
-/** Every key under a prefix, without the prefix. */
-async function scanKeys(redis: RedisClient, prefix: string): Promise<string[]> {
+/** Every key of the generation under `genPrefix` (its main slot and its shards), as logical keys. */
+async function scanKeys(redis: RedisClient, genPrefix: string): Promise<string[]> {
   const out: string[] = [];
-  await scanEveryMaster(redis, `${prefix}*`, async (keys) => {
-    for (const k of keys) out.push(k.slice(prefix.length));
+  await scanEveryMaster(redis, `${genPrefix}*`, async (keys) => {
+    for (const k of keys) out.push(k.slice(genPrefix.length));
+  });
+  // Shard s's keys are under `<prefix>{g<N>.<s>.<k>}:` (src/readmodel/keys.ts `shardPrefix`).
+  const base = shardBase(genPrefix);
+  await scanEveryMaster(redis, `${base}*`, async (keys) => {
+    for (const k of keys) out.push(k.slice(k.indexOf('}:', base.length) + 2));
   });
   return out;
+}
+
+/** `<prefix>{g<N>.` of a generation prefix `<prefix>{g<N>}:`. */
+function shardBase(genPrefix: string): string {
+  return `${genPrefix.slice(0, -2)}.`;
+}
+
+/** The full key of a logical key in the generation under `genPrefix` (`<prefix>{g<N>}:`; in its shard when it is spread). */
+function fullKey(genPrefix: string, logical: string): string {
+  const s = shardOfKey(logical);
+  if (s < 0) return genPrefix + logical;
+  const at = genPrefix.lastIndexOf('{g');
+  return shardPrefix(genPrefix.slice(0, at), Number(genPrefix.slice(at + 2, -2)), s) + logical;
 }
 
 /** Runs `f` over `items` in batches of 500 in one pipeline each; returns the results in order. */
@@ -86,7 +104,8 @@ export async function countReadModels(redis: RedisClient, genPrefix: string): Pr
   }
   const keys = (family: string) => families.get(family) ?? [];
   const hlen = async (family: string) => sum(await batched(redis, keys(family), (p, k) => p.hlen(genPrefix + k), Number));
-  const zcard = async (family: string) => sum(await batched(redis, keys(family), (p, k) => p.zcard(genPrefix + k), Number));
+  // One command per key: spread keys (a channel's messages) are in as many slots as shards.
+  const zcard = async (family: string) => sum(await Promise.all(keys(family).map((k) => redis.zcard(fullKey(genPrefix, k)))));
   const servers = await batched(redis, keys('server'), (p, k) => p.get(genPrefix + k), (raw) => JSON.parse(raw as string) as ServerState);
   const relations = await batched(redis, keys('relations'), (p, k) => p.get(genPrefix + k), (raw) => JSON.parse(raw as string) as RelationsState);
   const statuses = relations.flatMap((r) => Object.values(r.relations));
@@ -139,12 +158,13 @@ export async function summariseServer(redis: RedisClient, genPrefix: string, ser
   const raw = await redis.get(genPrefix + rm.server(serverId));
   if (raw === null) return null;
   const s = JSON.parse(raw) as ServerState;
-  const channelRaws = s.channels.length ? await redis.mget(...s.channels.map((id) => genPrefix + rm.channel(id))) : [];
+  // One GET each: the channels are in as many slots as shards.
+  const channelRaws = await Promise.all(s.channels.map((id) => redis.get(fullKey(genPrefix, rm.channel(id)))));
   const channels = [];
   for (const raw of channelRaws) {
     if (raw === null) continue;
     const c = JSON.parse(raw) as ChannelState;
-    channels.push({ _id: c._id, name: c.name, ...(c.voice ? { voice: true } : {}), messages: await redis.zcard(genPrefix + rm.channelHistory(c._id)) });
+    channels.push({ _id: c._id, name: c.name, ...(c.voice ? { voice: true } : {}), messages: await redis.zcard(fullKey(genPrefix, rm.channelHistory(c._id))) });
   }
   const latestIds = await redis.zrevrangebylex(genPrefix + rm.auditIndex(serverId), '+', '-', 'LIMIT', 0, 10);
   const latestRaw = latestIds.length ? await redis.hmget(genPrefix + rm.auditEntries(serverId), ...latestIds) : [];

@@ -3,10 +3,13 @@
  * (`<prefix>{g<N>}:`) so a rebuild can fill fresh keys and swap them in; control keys do not.
  *
  * Hash tags (`{…}`) keep every multi-key operation inside one Redis Cluster slot (docs/ARCHITECTURE.md
- * "Redis Cluster"): `{g<N>}` a whole generation (a partition's batch and its checkpoint commit in one
- * MULTI), `{ctl}` the generation bookkeeping (one script), `{live}` the client-event and presence streams
- * and the presence hashes (one XREAD, one script). On one Redis the tags change nothing.
+ * "Redis Cluster"): `{g<N>}` the generation's main slot (a partition's batch and its checkpoint commit in one
+ * MULTI), `{g<N>.<s>.<k>}` shard s of the channel-spread keys (a server channel, its messages and last message
+ * id: `shardOfKey`, `shardTag`), each shard with its own per-partition checkpoints, `{ctl}` the generation bookkeeping (one
+ * script), `{live}` the client-event and presence streams and the presence hashes (one XREAD, one script).
+ * On one Redis the tags change nothing.
  */
+import { partitionOf } from '../partition.ts';
 
 /**
  * The layout of the read models. A generation records the identity of the event store its checkpoints are
@@ -19,8 +22,100 @@
  *    message sent no longer rewrites (and drops from every API process's fact cache) the channel it is in.
  * 4: retention (issue 39): `retention:policies` and `retention:channels` (every channel a message was sent in,
  *    which the retention sweep walks) are kept from the log's start, so an older generation is rebuilt.
+ * 5: a server channel (`channel:<id>`), its history and `lastmsg:<id>` moved out of the generation's slot into
+ *    one of `SHARDS` shards (`{g<N>.<s>.<k>}`, s from the channel id), so a Redis Cluster spreads them over its masters.
  */
-export const READ_MODEL_LAYOUT = 4;
+export const READ_MODEL_LAYOUT = 5;
+
+/**
+ * How many shards a generation spreads its channel-keyed read models over (docs/ARCHITECTURE.md "Redis
+ * Cluster"). Fixed per layout, much larger than any number of masters: masters are added and slots moved
+ * without re-partitioning. Changing it changes where keys live: raise `READ_MODEL_LAYOUT` with it.
+ */
+export const SHARDS = 64;
+
+/** The shard of a channel's spread keys (FNV-1a of the channel id, as `partitionOf`). */
+export function shardOf(channelId: string): number {
+  return partitionOf(channelId, SHARDS);
+}
+
+/**
+ * The shard of a logical read-model key, or -1 for the generation's main slot. Only keys whose name shows
+ * the channel they belong to are spread, so every reader finds a key's shard from its name (no locator), and
+ * each is written by one partition only (the partition of the channel's scope).
+ */
+export function shardOfKey(logical: string): number {
+  if (logical.startsWith('lastmsg:')) return shardOf(logical.slice(8));
+  if (logical.startsWith('channel:')) {
+    const end = logical.indexOf(':', 8);
+    if (end < 0) return shardOf(logical.slice(8));
+    if (end === logical.length - 8 && logical.endsWith(':history')) return shardOf(logical.slice(8, end));
+  }
+  return -1;
+}
+
+/** CRC16 (XMODEM) table: Redis Cluster's key slot is CRC16 of the hash tag mod 16384. */
+const CRC16 = (() => {
+  const t = new Uint16Array(256);
+  for (let i = 0; i < 256; i++) {
+    let c = i << 8;
+    for (let j = 0; j < 8; j++) c = c & 0x8000 ? ((c << 1) ^ 0x1021) & 0xffff : (c << 1) & 0xffff;
+    t[i] = c;
+  }
+  return t;
+})();
+
+/** The Redis Cluster slot of a hash tag (the text between the braces; ASCII). */
+export function slotOfTag(tag: string): number {
+  let crc = 0;
+  for (let i = 0; i < tag.length; i++) crc = ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ tag.charCodeAt(i)) & 0xff]!;
+  return crc & 16383;
+}
+
+const shardTags = new Map<number, string[]>();
+
+/**
+ * The hash tag of shard s in generation `gen`: `g<N>.<s>.<k>`, the first k whose slot falls in the s-th of
+ * `SHARDS` equal ranges of the 16,384 slots. The shards are then spread over the slots evenly rather than at
+ * random, so masters that own equal ranges of slots (`redis-cli --cluster create`, `--cluster rebalance`) own
+ * equal numbers of shards. Deterministic: every process computes the same tags (about 64 CRCs per shard, once
+ * per generation).
+ */
+export function shardTag(gen: number, shard: number): string {
+  let tags = shardTags.get(gen);
+  if (!tags) {
+    const width = 16384 / SHARDS;
+    tags = Array.from({ length: SHARDS }, (_, s) => {
+      for (let k = 0; k < 100_000; k++) {
+        const tag = `g${gen}.${s}.${k}`;
+        if (Math.floor(slotOfTag(tag) / width) === s) return tag;
+      }
+      return `g${gen}.${s}.0`;
+    });
+    if (shardTags.size > 16) shardTags.clear();
+    shardTags.set(gen, tags);
+  }
+  return tags[shard]!;
+}
+
+/** Prefix of shard s's keys in generation `gen`. */
+export function shardPrefix(prefix: string, gen: number, shard: number): string {
+  return `${prefix}{${shardTag(gen, shard)}}:`;
+}
+
+/**
+ * The prefixes under which generation `gen` keeps its keys: the main slot's, then the start every shard's
+ * prefix shares (`<prefix>{g<N>.`; no other generation's keys start so). Deleting a generation deletes both.
+ */
+export function generationPrefixes(prefix: string, gen: number): [string, string] {
+  return [generationPrefix(prefix, gen), `${prefix}{g${gen}.`];
+}
+
+/** Full key of a logical read-model key in generation `gen` (in its shard when it is spread). */
+export function readModelKey(prefix: string, gen: number, logical: string): string {
+  const s = shardOfKey(logical);
+  return s < 0 ? generationPrefix(prefix, gen) + logical : shardPrefix(prefix, gen, s) + logical;
+}
 
 /** What a generation records as its origin: the event store's identity and the read-model layout. */
 export function readModelIdentity(storeIdentity: string): string {
@@ -83,6 +178,17 @@ export const genKeys = {
    * partition i of n quarantined in this generation (a projection threw on them; `projections/quarantine.ts`).
    */
   quarantine: (partitions: number, i: number) => `quarantine:${partitions}:${i}`,
+  /**
+   * Below a shard's prefix (`shardPrefix`): the position up to which partition i of n's writes to that shard
+   * are applied (written in the same MULTI as those writes).
+   */
+  shardCheckpoint: (partitions: number, i: number) => `cp:${partitions}:${i}`,
+  /**
+   * On a cluster, JSON `{f, t, v}` while partition i of n's batch `(f, t]` is committed in its main slot but
+   * maybe not yet in the shards `v` (written in the main MULTI, removed once every shard committed): the
+   * runner resumes from `f` and readers treat `f` as the partition's position (`projections/runner.ts`).
+   */
+  spread: (partitions: number, i: number) => `spread:${partitions}:${i}`,
 };
 
 /**

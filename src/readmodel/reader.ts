@@ -3,11 +3,11 @@
  * serve (every partition caught up in that generation), and read-your-writes waits ("has the projector of
  * this scope passed position P?", DESIGN §1).
  */
-import type { RedisClient } from '../redis.ts';
+import { isCluster, type RedisClient } from '../redis.ts';
 import type { Logger } from 'pino';
 import { unavailable } from '../errors.ts';
 import { partitionOf } from '../partition.ts';
-import { controlKeys, genKeys, generationPrefix } from './keys.ts';
+import { controlKeys, genKeys, generationPrefix, shardOfKey, shardPrefix, SHARDS } from './keys.ts';
 import { FactCache, fieldKey, InvalidationReader, isCacheableHash, isCacheableKey, type CachedPage, type FactCacheOptions } from './factCache.ts';
 
 /** Absent sessions and bot tokens are not cached: anyone can ask for any number of them. */
@@ -39,6 +39,8 @@ export class ReadModels {
   private readonly ctl: ReturnType<typeof controlKeys>;
   private gen: number | undefined;
   private keyPrefix = '';
+  /** The prefix of each shard's keys in the current generation (src/readmodel/keys.ts `shardOfKey`). */
+  private shardPrefixes: string[] = [];
   private readonly checkpoints = new Map<number, bigint>();
   private waiters: Waiter[] = [];
   private servingUntil = 0;
@@ -142,9 +144,35 @@ export class ReadModels {
     return this.gen;
   }
 
-  /** Full Redis key of a logical read-model key in the current generation. */
+  /** Full Redis key of a logical read-model key in the current generation (in its shard when it is spread). */
   key(logical: string): string {
-    return this.keyPrefix + logical;
+    const s = shardOfKey(logical);
+    return s < 0 || this.shardPrefixes.length === 0 ? this.keyPrefix + logical : this.shardPrefixes[s]! + logical;
+  }
+
+  /**
+   * MGET of full keys. On a cluster an MGET must stay in one slot: keys of several shards (last message ids
+   * of a server's channels) are read with one MGET per shard, in parallel, and put back in order.
+   */
+  private async mget(keys: string[]): Promise<Array<string | null>> {
+    if (keys.length === 0) return [];
+    if (!isCluster(this.redis) || keys.length <= 1) return keys.length === 1 ? [await this.redis.get(keys[0]!)] : this.redis.mget(...keys);
+    const bySlot = new Map<string, number[]>();
+    keys.forEach((k, i) => {
+      const tag = k.slice(k.indexOf('{'), k.indexOf('}') + 1);
+      const list = bySlot.get(tag);
+      if (list) list.push(i);
+      else bySlot.set(tag, [i]);
+    });
+    if (bySlot.size === 1) return this.redis.mget(...keys);
+    const out: Array<string | null> = new Array(keys.length);
+    await Promise.all(
+      [...bySlot.values()].map(async (list) => {
+        const values = await this.redis.mget(...list.map((i) => keys[i]!));
+        list.forEach((i, n) => (out[i] = values[n] ?? null));
+      }),
+    );
+    return out;
   }
 
   private async refreshGeneration(): Promise<void> {
@@ -154,6 +182,7 @@ export class ReadModels {
       if (gen !== this.gen) {
         this.gen = gen;
         this.keyPrefix = gen === undefined ? `${this.o.prefix}nogen:` : generationPrefix(this.o.prefix, gen);
+        this.shardPrefixes = gen === undefined ? [] : Array.from({ length: SHARDS }, (_, s) => shardPrefix(this.o.prefix, gen, s));
         this.checkpoints.clear();
         this.servingUntil = 0;
         this.cache?.useGeneration(gen);
@@ -198,12 +227,20 @@ export class ReadModels {
     if (this.gen === undefined) return;
     const list = [...new Set(partitions)];
     if (list.length === 0) return;
-    const keys = list.map((i) => this.key(genKeys.checkpoint(this.o.partitions, i)));
+    // A partition's spread record (on a cluster, while a batch is in the main slot but not yet in every shard
+    // it wrote) holds it back to the start of that batch (projections/runner.ts `commitSplit`).
+    const keys = list.flatMap((i) => [this.key(genKeys.checkpoint(this.o.partitions, i)), this.key(genKeys.spread(this.o.partitions, i))]);
     const values = await this.o.redis.mget(...keys);
     list.forEach((i, n) => {
-      const v = values[n];
+      const v = values[2 * n];
+      const spread = values[2 * n + 1];
       if (v === null || v === undefined) return;
-      const pos = BigInt(v);
+      let pos = BigInt(v);
+      if (spread !== null && spread !== undefined) {
+        const f = (JSON.parse(spread) as { f: string | null }).f;
+        if (f === null) return;
+        pos = BigInt(f);
+      }
       const prev = this.checkpoints.get(i);
       if (prev === undefined || pos > prev) this.checkpoints.set(i, pos);
     });
@@ -351,8 +388,8 @@ export class ReadModels {
     const cache = useCache ? this.cacheOn() : undefined;
     const raws =
       cache && logicals.every(isCacheableKey)
-        ? await this.cached(cache, logicals, (missing) => this.redis.mget(...missing.map((i) => this.key(logicals[i]!))))
-        : await this.redis.mget(...logicals.map((k) => this.key(k)));
+        ? await this.cached(cache, logicals, (missing) => this.mget(missing.map((i) => this.key(logicals[i]!))))
+        : await this.mget(logicals.map((k) => this.key(k)));
     return raws.map((r) => (r === null ? null : (JSON.parse(r) as T)));
   }
 

@@ -56,12 +56,14 @@ export async function roleWith(owner: TestUser, serverId: string, allow: bigint,
  * as their members and scores in order.
  */
 export async function dumpGeneration(redis: Redis, generationPrefix: string): Promise<Record<string, unknown>> {
-  const keys: string[] = [];
-  await scanKeys(redis, `${generationPrefix}*`, async (batch) => void keys.push(...batch));
+  const keys: Array<[string, string]> = [];
+  await scanKeys(redis, `${generationPrefix}*`, async (batch) => void keys.push(...batch.map((k): [string, string] => [k.slice(generationPrefix.length), k])));
+  // The generation's shards (`<prefix>{g<N>.<s>}:`, src/readmodel/keys.ts): their keys by logical name too.
+  const base = `${generationPrefix.slice(0, -2)}.`;
+  await scanKeys(redis, `${base}*`, async (batch) => void keys.push(...batch.map((k): [string, string] => [k.slice(k.indexOf('}:', base.length) + 2), k])));
   const out: Record<string, unknown> = {};
-  for (const full of keys.sort()) {
-    const key = full.slice(generationPrefix.length);
-    if (key.startsWith('cp:') || key.startsWith('cpe:') || key.startsWith('ready:') || key === 'store') continue;
+  for (const [key, full] of keys.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) {
+    if (key.startsWith('cp:') || key.startsWith('cpe:') || key.startsWith('ready:') || key.startsWith('spread:') || key === 'store') continue;
     const type = await redis.type(full);
     if (type === 'string') out[key] = JSON.parse((await redis.get(full))!);
     else if (type === 'hash') {

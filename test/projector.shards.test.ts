@@ -1,0 +1,215 @@
+/**
+ * The shards of a generation (src/readmodel/keys.ts `SHARDS`, docs/ARCHITECTURE.md "Redis Cluster"): with split
+ * commits (what a cluster does) a batch commits its main slot, then each shard it wrote, each with its own
+ * checkpoint. A crash between those commits, or two runners racing, still applies every event exactly once.
+ * These run on one Redis with `splitCommits` forced; test/redis.cluster.reshard.test.ts runs the split commits on a real cluster.
+ */
+import path from 'node:path';
+import t from 'tap';
+import { Redis } from 'ioredis';
+import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
+import type { NewEvent } from '../src/eventstore/port.ts';
+import { createLogger } from '../src/log.ts';
+import { PartitionRunner } from '../projections/runner.ts';
+import type { Projection } from '../projections/types.ts';
+import { controlKeys, genKeys, generationPrefix, readModelKey, SHARDS, shardOf, shardOfKey, shardTag, slotOfTag } from '../src/readmodel/keys.ts';
+import { deletePrefix, tempDir, TEST_REDIS_URL, uniquePrefix, type Teardownable } from './helpers/service.ts';
+import { until } from './helpers/wait.ts';
+import { ReadModels } from '../src/readmodel/reader.ts';
+
+const log = createLogger('silent');
+
+/**
+ * Counts per "channel" in its spread key (`lastmsg:<ch>`, a shard) and in total in a main-slot key, each by
+ * read-modify-write: an event applied twice, or skipped, shows in the counts.
+ */
+const counter: Projection = {
+  name: 'counter',
+  handles: ['EmailClaimed'],
+  async apply(e, tx) {
+    const ch = (e.data as { userId: string }).userId;
+    const n = (await tx.getJson<number>(`lastmsg:${ch}`)) ?? 0;
+    tx.setJson(`lastmsg:${ch}`, n + 1);
+    const all = (await tx.getJson<number>('count')) ?? 0;
+    tx.setJson('count', all + 1);
+  },
+};
+
+const CHANNELS = Array.from({ length: 40 }, (_, i) => `ch${i}`);
+
+async function seed(t: Teardownable, total: number) {
+  const dir = tempDir(t);
+  const store = new SqliteEventStore(path.join(dir, 'e.sqlite'), { pollIntervalMs: 5 });
+  t.teardown(() => store.close());
+  const meta = { actor: null, requestId: 'r', at: new Date(0).toISOString(), scope: 'x' };
+  const expected = new Map<string, number>();
+  for (let i = 0; i < total; i += 50) {
+    const batch: NewEvent[] = Array.from({ length: 50 }, (_, j) => {
+      const ch = CHANNELS[(i + j) % CHANNELS.length]!;
+      expected.set(ch, (expected.get(ch) ?? 0) + 1);
+      return { id: crypto.randomUUID(), type: 'EmailClaimed', data: { userId: ch }, metadata: meta };
+    });
+    await store.append(`email-${i}`, batch, 'no_stream');
+  }
+  return { store, expected };
+}
+
+async function counts(redis: Redis, prefix: string) {
+  const out = new Map<string, number>();
+  for (const ch of CHANNELS) out.set(ch, JSON.parse((await redis.get(readModelKey(prefix, 1, `lastmsg:${ch}`))) ?? '0') as number);
+  return { perChannel: out, total: JSON.parse((await redis.get(readModelKey(prefix, 1, 'count'))) ?? '0') as number };
+}
+
+t.test('shard keys: the name shows the shard, the shards cover the channels', async (t) => {
+  t.equal(shardOfKey('channel:01ABC:history'), shardOf('01ABC'));
+  t.equal(shardOfKey('lastmsg:01ABC'), shardOf('01ABC'));
+  t.equal(shardOfKey('channel:01ABC'), shardOf('01ABC'), 'a server channel is in its shard');
+  t.equal(shardOfKey('channel:01ABC:files'), -1, 'keys of a channel that are not spread stay in the main slot');
+  t.equal(shardOfKey('channel:01ABC:webhooks'), -1);
+  t.equal(shardOfKey('pchannel:01ABC'), -1);
+  t.match(readModelKey('p:', 3, 'lastmsg:01ABC'), new RegExp(`^p:\\{g3\\.${shardOf('01ABC')}\\.\\d+\\}:lastmsg:01ABC$`));
+  // Redis Cluster's key slots (CLUSTER KEYSLOT): CRC16 mod 16384.
+  t.same(['somekey', 'foo', 'hello', '123456789'].map(slotOfTag), [11058, 12182, 866, 0x31c3 & 16383]);
+  // Each shard's tag falls in its own 1/64 of the slots: masters with equal slot ranges hold equal numbers of shards.
+  for (const gen of [1, 2, 77]) {
+    const buckets = Array.from({ length: SHARDS }, (_, s) => Math.floor(slotOfTag(shardTag(gen, s)) / (16384 / SHARDS)));
+    t.same(buckets, Array.from({ length: SHARDS }, (_, s) => s), `generation ${gen}: shard s in the s-th range of slots`);
+  }
+  t.equal(readModelKey('p:', 3, 'server:1'), 'p:{g3}:server:1');
+  t.ok(new Set(CHANNELS.map(shardOf)).size >= 20, `40 channels fall into ${new Set(CHANNELS.map(shardOf)).size} of ${SHARDS} shards`);
+});
+
+t.test('split commits: a crash after the main slot committed, with some shards committed and some not, applies nothing twice', async (t) => {
+  const total = 600;
+  const { store, expected } = await seed(t, total);
+  const prefix = uniquePrefix();
+  t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
+  const check = new Redis(TEST_REDIS_URL);
+  t.teardown(() => check.disconnect());
+  // Odd shards commit on a connection of their own, which the fault closes after the third main commit:
+  // the even shards of that batch commit, the odd ones fail, and the runner stops.
+  const main = new Redis(TEST_REDIS_URL);
+  const odd = new Redis(TEST_REDIS_URL);
+  odd.on('error', () => {});
+  t.teardown(() => [main, odd].forEach((c) => c.disconnect()));
+  const shardRedis = Array.from({ length: SHARDS }, (_, s) => (s % 2 === 1 ? odd : main));
+  let mains = 0;
+  const stops: string[] = [];
+  const first = new PartitionRunner({
+    store,
+    redis: main,
+    prefix,
+    generation: 1,
+    partition: 0,
+    partitions: 1,
+    projections: [counter],
+    log,
+    rebuilding: false,
+    batchSize: 23,
+    splitCommits: true,
+    shardRedis,
+    afterMainExec: () => {
+      if (++mains === 3) odd.disconnect();
+    },
+    onStop: (r) => stops.push(r),
+  });
+  await first.start();
+  await until('the first runner stopped on the fault', () => stops.length > 0);
+  await first.stop();
+  t.same(stops, ['error'], 'the runner stopped with an error');
+  const spreadKey = generationPrefix(prefix, 1) + genKeys.spread(1, 0);
+  const record = JSON.parse((await check.get(spreadKey))!) as { f: string | null; t: string; v: number[] };
+  t.ok(record.v.some((s) => s % 2 === 1), `the spread record names the odd shards still to commit (${record.v.join(',')})`);
+  const cp = await check.get(generationPrefix(prefix, 1) + genKeys.checkpoint(1, 0));
+  t.equal(cp, record.t, 'the main slot has the batch');
+  const before = await counts(check, prefix);
+  t.equal(before.total, 3 * 23, 'three batches counted in the main slot');
+  const inShards = [...before.perChannel.values()].reduce((a, n) => a + n, 0);
+  t.ok(inShards < before.total, `the shards lack part of the third batch (${inShards} of ${before.total})`);
+
+  // Read-your-writes: while the record is there, readers take the partition to be at its start, not at the
+  // checkpoint (a write of the third batch is not yet readable in every shard).
+  await check.set(controlKeys(prefix).generation, '1');
+  const sub = new Redis(TEST_REDIS_URL);
+  t.teardown(() => sub.disconnect());
+  const readModels = new ReadModels({ redis: check, subscriber: sub, prefix, partitions: 1, log, waitMs: 1500 });
+  await readModels.start();
+  t.teardown(() => readModels.close());
+  await readModels.waitFor('x', BigInt(record.f!));
+  t.pass('a write up to the record\'s start is readable');
+  const waited = await readModels.waitFor('x', BigInt(record.t)).then(() => 'resolved', (err: { status?: number }) => err.status);
+  t.equal(waited, 503, 'a write of the batch still in flight waits (503 at the deadline)');
+
+  // A new runner (new connections) resumes from the record's start and drops what each slot already has.
+  const main2 = new Redis(TEST_REDIS_URL);
+  const odd2 = new Redis(TEST_REDIS_URL);
+  t.teardown(() => [main2, odd2].forEach((c) => c.disconnect()));
+  const second = new PartitionRunner({
+    store,
+    redis: main2,
+    prefix,
+    generation: 1,
+    partition: 0,
+    partitions: 1,
+    projections: [counter],
+    log,
+    rebuilding: false,
+    batchSize: 17,
+    splitCommits: true,
+    shardRedis: Array.from({ length: SHARDS }, (_, s) => (s % 2 === 1 ? odd2 : main2)),
+  });
+  await second.start();
+  const head = (await store.headPosition())!.toString();
+  await until('the second runner at the head', async () => (await check.get(generationPrefix(prefix, 1) + genKeys.checkpoint(1, 0))) === head && (await check.exists(spreadKey)) === 0);
+  await second.stop();
+  const after = await counts(check, prefix);
+  t.equal(after.total, total, 'the main slot counted every event once');
+  t.same(Object.fromEntries(after.perChannel), Object.fromEntries(expected), 'every shard counted each of its events once');
+});
+
+t.test('split commits: two runners racing on one partition apply every event exactly once in every slot', async (t) => {
+  const total = 600;
+  const { store, expected } = await seed(t, total);
+  const prefix = uniquePrefix();
+  t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
+  const conns = [new Redis(TEST_REDIS_URL), new Redis(TEST_REDIS_URL), new Redis(TEST_REDIS_URL), new Redis(TEST_REDIS_URL), new Redis(TEST_REDIS_URL)];
+  t.teardown(() => conns.forEach((c) => c.disconnect()));
+  const stops: string[] = [];
+  const mk = (redis: Redis, shard: Redis, batchSize: number) =>
+    new PartitionRunner({
+      store,
+      redis,
+      prefix,
+      generation: 1,
+      partition: 0,
+      partitions: 1,
+      projections: [counter],
+      log,
+      rebuilding: false,
+      batchSize,
+      splitCommits: true,
+      shardRedis: Array.from({ length: SHARDS }, (_, s) => (s % 3 === 0 ? redis : shard)),
+      onStop: (r) => stops.push(r),
+    });
+  const a = mk(conns[0]!, conns[1]!, 7);
+  const b = mk(conns[2]!, conns[3]!, 11);
+  await Promise.all([a.start(), b.start()]);
+  const check = conns[4]!;
+  const cpKey = generationPrefix(prefix, 1) + genKeys.checkpoint(1, 0);
+  const head = (await store.headPosition())!.toString();
+  // Both may stop (each loses a race somewhere): a third runner then finishes from where they left.
+  await until('one runner at the head, or both stopped', async () => (await check.get(cpKey)) === head || stops.length >= 2);
+  await Promise.all([a.stop(), b.stop()]);
+  if ((await check.get(cpKey)) !== head || (await check.exists(generationPrefix(prefix, 1) + genKeys.spread(1, 0))) === 1) {
+    const c = new Redis(TEST_REDIS_URL);
+    t.teardown(() => c.disconnect());
+    const third = mk(c, c, 13);
+    await third.start();
+    await until('the third runner at the head', async () => (await check.get(cpKey)) === head && (await check.exists(generationPrefix(prefix, 1) + genKeys.spread(1, 0))) === 0);
+    await third.stop();
+  }
+  const after = await counts(check, prefix);
+  t.equal(after.total, total, 'every event counted once in the main slot');
+  t.same(Object.fromEntries(after.perChannel), Object.fromEntries(expected), 'and once in its shard');
+  t.ok(stops.includes('checkpoint-lost'), 'a loser of the race noticed and stopped');
+});
