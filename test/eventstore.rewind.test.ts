@@ -177,3 +177,46 @@ t.test('postgres: a running follower notices a failover that lost the last commi
   t.same(names(f.seen), ['d1', 'd2', 'd3', 'rewind', 'n2', 'n3']);
   t.equal((await store.readStream(REWIND_STREAM)).length, 1);
 });
+
+t.test('a batch that throws does not end the follower: it follows again from the checkpoint at the next check', async (t) => {
+  const dir = tempDir(t, 'rw-throw');
+  const prefix = uniquePrefix();
+  const redis = createRedis(TEST_REDIS_URL);
+  t.teardown(async () => {
+    await deletePrefix(TEST_REDIS_URL, prefix);
+    redis.disconnect();
+  });
+  const store = new SqliteEventStore(path.join(dir, 'e.sqlite'));
+  t.teardown(() => store.close());
+  await add(store, 'a');
+  const seen: string[] = [];
+  let failures = 0;
+  const f = await followLog({
+    store,
+    redis,
+    cpKey: `${prefix}cp`,
+    by: 'test',
+    log,
+    checkEveryMs: 100,
+    onEvents: async (events) => {
+      // The first batch holding "c" fails, as a job add fails while Redis is away.
+      if (failures === 0 && names(events).includes('c')) {
+        failures++;
+        throw new Error('queue unavailable');
+      }
+      seen.push(...names(events));
+    },
+  });
+  t.teardown(() => f.close());
+  await f.caughtUp;
+  await add(store, 'b');
+  await until('b handled', async () => seen.includes('b'));
+  await add(store, 'c');
+  await add(store, 'd');
+  await until('c and d handled after the failure', async () => seen.includes('c') && seen.includes('d'), WAIT_MS);
+  t.equal(failures, 1, 'the batch failed once');
+  t.same(seen.filter((n) => n === 'c'), ['c'], 'the failed event is handled once, after the restart');
+  await add(store, 'e');
+  await until('the follower keeps following', async () => seen.includes('e'));
+  t.same(seen.filter((n) => n === 'b'), ['b'], 'what was handled before the failure is not handled again');
+});

@@ -209,6 +209,7 @@ export async function followLog(o: FollowOptions): Promise<Follower> {
   let mine: FollowerCheckpoint | undefined;
   let closed = false;
   let checking = false;
+  let failed = false;
   let timer: NodeJS.Timeout | undefined;
 
   // The checkpoint of batches that had nothing wanted is written once per `idleAdvanceMs` (a trailing timer),
@@ -254,7 +255,12 @@ export async function followLog(o: FollowOptions): Promise<Follower> {
     sub = o.store.subscribe({
       ...(r.after !== undefined ? { after: r.after } : {}),
       onCaughtUp: () => resolveCaughtUp(),
-      onError: (err) => o.log.error({ err, follower: o.by }, 'log subscription failed'),
+      onError: (err) => {
+        // A batch that threw (Redis away, a queue refusing) ends the subscription: the next check starts it again
+        // from the shared checkpoint, which moved only past batches that were handled (job ids dedupe the replay).
+        failed = true;
+        o.log.error({ err, follower: o.by }, 'log subscription failed: following again from the checkpoint at the next check');
+      },
       onEvents: async (events) => {
         const wanted = o.wants ? events.filter((e) => o.wants!(e)) : events;
         if (wanted.length > 0) {
@@ -276,12 +282,20 @@ export async function followLog(o: FollowOptions): Promise<Follower> {
     if (checking || closed || !mine) return;
     checking = true;
     try {
+      if (failed) {
+        failed = false;
+        await sub?.close().catch(() => {});
+        sub = undefined;
+        if (!closed) await start();
+        return;
+      }
       if (await checkpointHolds(o.store, mine)) return;
       // The log went back in time under the running subscription (a failover): start over from the checkpoint.
       await sub?.close();
       sub = undefined;
       if (!closed) await start();
     } catch (err) {
+      if (!sub) failed = true;
       o.log.warn({ err, follower: o.by }, 'follower check failed');
     } finally {
       checking = false;
