@@ -348,7 +348,8 @@ t.test('servers', async (t) => {
     t.same(await Promise.all(keys.map((k) => s.redis.exists(k))), keys.map(() => 0), 'server, members, bans, invites, channels: gone');
     t.notOk(await s.redis.sismember(s.readModels.key(rm.userServers(member.userId)), srv.id));
     t.notOk(await s.redis.sismember(s.readModels.key(rm.userServers(owner.userId)), srv.id));
-    const left = await s.redis.keys(`${s.readModels.key('')}*`);
+    // The generation's keys in its main slot and in its shards (`{g<N>.<s>.<k>}`).
+    const left = await s.redis.keys(`${s.prefix}{g${s.readModels.generation}[}.]*`);
     t.same(left.filter((k) => k.includes(srv.id) || k.includes(extra) || k.includes(invite)), [], 'no key mentions the server');
     t.equal((await owner.api.get(`/servers/${srv.id}`)).status, 404);
     t.equal((await member.api.get(`/invites/${invite}`)).status, 404);
