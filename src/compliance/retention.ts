@@ -42,6 +42,7 @@ import { aboveId, belowId, fromId } from '../readmodel/records.ts';
 import { activeHoldTargets, holdCovers, type HoldTargets } from './holds.ts';
 import { loadPolicies } from './retentionPolicies.ts';
 import type { UploadJobs } from './uploadJobs.ts';
+import { startPeriodic } from '../periodic.ts';
 
 /** What a sweep needs. */
 export interface RetentionSweepDeps {
@@ -224,18 +225,10 @@ async function shred(deps: RetentionSweepDeps, channel: string, b: { subject: st
 /** Runs the sweep every `intervalMs` (0: never), one run at a time, until closed; a failed run is logged and retried next time. */
 export function startRetentionSweeper(deps: RetentionSweepDeps, intervalMs: number): { close(): Promise<void> } {
   if (intervalMs <= 0) return { close: async () => {} };
-  let running: Promise<unknown> | null = null;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = sweepRetention(deps)
-      .catch((err: Error) => deps.log.warn({ err: err.message }, 'retention sweep failed'))
-      .finally(() => (running = null));
-  }, intervalMs);
-  timer.unref();
+  const sweeper = startPeriodic(intervalMs, () => sweepRetention(deps), (err) => deps.log.warn({ err: err.message }, 'retention sweep failed'));
   return {
     async close() {
-      clearInterval(timer);
-      await running;
+      await sweeper.close();
       await deps.uploadJobs?.close();
     },
   };

@@ -20,6 +20,7 @@ import type { Logger } from '../log.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
 import { rm } from '../readmodel/keys.ts';
 import type { BlobStore } from './blobs.ts';
+import { startPeriodic } from '../periodic.ts';
 
 /** What a sweep needs. */
 export interface SweepDeps {
@@ -104,19 +105,12 @@ export async function purgeFileNow(deps: SweepDeps, fileId: string): Promise<Fil
  * stopped; a failed run is logged and retried next time.
  */
 export function startFileSweeper(deps: SweepDeps, intervalMs: number, maxAgeMs: number, retentionMs: number): { close(): Promise<void> } {
-  if (intervalMs <= 0) return { close: async () => {} };
-  let running: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    running = (async () => {
+  return startPeriodic(
+    intervalMs,
+    async () => {
       await sweepUnattachedFiles(deps, maxAgeMs);
       await purgeDetachedFiles(deps, retentionMs);
-    })().catch((err: Error) => deps.log.warn({ err: err.message }, 'file sweep failed'));
-  }, intervalMs);
-  timer.unref();
-  return {
-    async close() {
-      clearInterval(timer);
-      await running;
     },
-  };
+    (err) => deps.log.warn({ err: err.message }, 'file sweep failed'),
+  );
 }
