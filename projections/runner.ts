@@ -20,6 +20,18 @@ import { quarantineEvents, type QuarantinedEvent } from './quarantine.ts';
 import { isStorageUnavailable } from '../src/storageErrors.ts';
 import { countQuarantinedEvent, observeProjectorBatch } from '../src/metrics/registry.ts';
 
+/**
+ * Runs a MULTI guarded by WATCH on a checkpoint: false when the WATCH aborted it (another runner moved the
+ * checkpoint: nothing was written), the first error reply thrown (a storage error: the batch is retried).
+ */
+async function execWatched(m: { exec(): Promise<Array<[Error | null, unknown]> | null> }): Promise<boolean> {
+  const result = await m.exec();
+  if (result === null) return false;
+  const failed = result.find(([err]) => err);
+  if (failed) throw failed[0];
+  return true;
+}
+
 /** Why a runner stopped on its own. */
 export type StopReason = 'checkpoint-lost' | 'error';
 
@@ -326,13 +338,10 @@ export class PartitionRunner {
     m.set(this.cpKey, position.toString());
     // What the checkpoint points at: checked when the partition resumes (a log that went back in time fails it).
     m.set(this.cpEventKey, last.id);
-    const result = await m.exec();
-    if (result === null) {
+    if (!(await execWatched(m))) {
       this.lose('checkpoint changed during the commit');
       return;
     }
-    const failed = result.find(([err]) => err);
-    if (failed) throw failed[0];
     this.checkpoint = position;
     this.checkpointEvent = last.id;
     tx.commitToCache();
@@ -403,13 +412,10 @@ export class PartitionRunner {
       } else if (this.spread !== undefined) m.del(this.spreadKey);
       m.set(this.cpKey, position.toString());
       m.set(this.cpEventKey, last.id);
-      const result = await m.exec();
-      if (result === null) {
-        this.lose('checkpoint changed during the commit');
-        return;
-      }
-      const failed = result.find(([err]) => err);
-      if (failed) throw failed[0];
+      if (!(await execWatched(m))) {
+      this.lose('checkpoint changed during the commit');
+      return;
+    }
       this.checkpoint = position;
       this.checkpointEvent = last.id;
       this.spread = record;
@@ -440,13 +446,10 @@ export class PartitionRunner {
           const m = c.multi();
           for (const i of byShard.get(s)!) (m as unknown as { call: (...a: unknown[]) => void }).call(...tx.ops[i]!);
           m.set(key, position.toString());
-          const result = await m.exec();
-          if (result === null) {
+          if (!(await execWatched(m))) {
             lost.push(`shard ${s} checkpoint changed during the commit`);
             return;
           }
-          const failed = result.find(([err]) => err);
-          if (failed) throw failed[0];
           this.shardCps.set(s, position);
         }
       }),
