@@ -86,6 +86,19 @@ t.test('SIGKILL during message sends', async (t) => {
   svc = await startRoleProcess(t, env);
   await serving(svc.apiUrl!, owner.token);
   const api = client({ apiUrl: svc.apiUrl! }, owner.token);
+  const store = new SqliteEventStore(`${dir}/events.sqlite`);
+  t.teardown(() => store.close());
+  // Read only once the restarted projector has caught up with what was appended but not yet projected (and
+  // so not acknowledged) when the process died: such a send's FileAttached is in the log, and its message
+  // must be read back beside it, not before it is projected.
+  const redis = new Redis(TEST_REDIS_URL);
+  t.teardown(() => redis.disconnect());
+  const head = (await store.headPosition())!;
+  const cpKey = generationPrefix(prefix, Number(await redis.get(controlKeys(prefix).generation))) + genKeys.checkpoint(1, 0);
+  for (const end = Date.now() + 60_000; BigInt((await redis.get(cpKey)) ?? '0') < head; ) {
+    if (Date.now() > end) throw new Error('the projector did not catch up after the restart');
+    await new Promise((r) => setTimeout(r, 50));
+  }
   const seen: Array<{ _id: string; content: string; attachments?: Array<{ _id: string }> }> = [];
   let before: string | undefined;
   for (;;) {
@@ -108,8 +121,6 @@ t.test('SIGKILL during message sends', async (t) => {
 
   // Nothing half-applied: a file is used exactly when a message carries it.
   const carried = new Set(seen.flatMap((m) => (m.attachments ?? []).map((f) => f._id)));
-  const store = new SqliteEventStore(`${dir}/events.sqlite`);
-  t.teardown(() => store.close());
   for (const ids of files.values()) {
     for (const id of ids) {
       const events = await store.readStream(`file-${id}`);
@@ -118,16 +129,7 @@ t.test('SIGKILL during message sends', async (t) => {
     }
   }
 
-  // And the read models equal a rebuild from zero, once the restarted projector has caught up with
-  // what was appended but not yet projected (and so not acknowledged) when the process died.
-  const redis = new Redis(TEST_REDIS_URL);
-  t.teardown(() => redis.disconnect());
-  const head = (await store.headPosition())!;
-  const cpKey = generationPrefix(prefix, Number(await redis.get(controlKeys(prefix).generation))) + genKeys.checkpoint(1, 0);
-  for (const end = Date.now() + 60_000; BigInt((await redis.get(cpKey)) ?? '0') < head; ) {
-    if (Date.now() > end) throw new Error('the projector did not catch up after the restart');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  // And the read models equal a rebuild from zero.
   t.same(await dumpCurrent(redis, prefix), await dumpRebuild(t, redis, { store, redisUrl: TEST_REDIS_URL, prefix, partitions: 1, dataDir: dir }), 'the same keys and values as a rebuild');
   svc.child.kill('SIGTERM');
   await exited(svc.child);
