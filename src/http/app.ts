@@ -160,7 +160,8 @@ export const CLASSIFIED_BODY_LIMIT = 16_000;
 /**
  * Mounts the declarative routes. Order per request: path ids validated (a malformed one is answered like an
  * unmatched path: counted in the catch-all bucket, 404 NotFound) → session → rate limit → authentication →
- * the body, read and parsed only when the route declares one (`body.ts`) → validation → handler. A route
+ * the route's `authorize` (an /admin route's instance role) → the body, read and parsed only when the route
+ * declares one (`body.ts`) → validation → handler. A route
  * whose rate-limit classification needs its body (`classifyNeedsBody`, the emoji create) reads it before
  * counting, under a small cap (`CLASSIFIED_BODY_LIMIT`).
  */
@@ -192,6 +193,7 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[], deps: A
           caller = undefined;
         } else if (route.noBots) throw new AppError({ type: 'IsBot' });
       }
+      if (route.authorize) await route.authorize(deps, caller as Caller);
       const requestId = ctx.state.requestId as string;
       if (route.body !== undefined && rawBody === undefined) {
         rawBody = await readJsonBody(ctx);

@@ -69,6 +69,12 @@ export interface RouteDef<B = unknown, Q = unknown> {
   query?: z.ZodType<Q>;
   /** Stoat refuses bots here (400 `IsBot`, after authentication): creating servers, friend requests, acks … */
   noBots?: boolean;
+  /**
+   * Checked right after authentication, before the body is read and before the body and query are validated:
+   * a caller it refuses (e.g. 403 NotPrivileged on an /admin route) learns nothing from a 400 and has nothing of
+   * its request parsed. The handler may check again to get what it needs (the caller's role).
+   */
+  authorize?(deps: AppDeps, caller: Caller): Promise<void>;
   /** The permission bits this route may check (documentation; the authorization suite reads it). */
   permissions?: readonly string[];
   /**

@@ -21,6 +21,7 @@
  * nothing: the event log's head does not move.
  */
 import t from 'tap';
+import type * as Tap from 'tap';
 import { API_ROUTES } from '../../src/http/routes/index.ts';
 import { newId } from '../../src/ids.ts';
 import { ALLOW_IN_TIMEOUT, Permission as P, type PermissionName } from '../../src/permissions/bits.ts';
@@ -992,56 +993,288 @@ t.test('GET /auth/account/export: session, bot and MFA ticket', async (t) => {
 });
 
 /**
- * Legal holds (issue 39 part 2): every /admin/holds route is for instance admins only — no session 401, a
- * user, a bot and a moderator 403 NotPrivileged, changing nothing — and an admin gets its 2xx.
+ * Instance staff routes (issues 32 and 39): every `/admin/*` route of the registry has a row, run by
+ *
+ * | caller     | expected                                                                      |
+ * |------------|-------------------------------------------------------------------------------|
+ * | anonymous  | 401 NotAuthenticated                                                          |
+ * | a user     | 403 NotPrivileged                                                             |
+ * | a bot      | 403 NotPrivileged                                                             |
+ * | moderator  | 403 NotPrivileged on an admin-only route, the row's 2xx on a moderators' one   |
+ * | admin      | the row's 2xx                                                                 |
+ *
+ * A refused call changes nothing: the log's head does not move and the row's read-back (the policies, the
+ * account's standing, the message, …) is what it was. Authorization comes before validation: a row's bad input
+ * (a bad body or query, and a body that is not JSON) is 403 for every caller without the role and 400
+ * FailedValidation for the one with it, again changing nothing.
  */
-t.test('/admin/holds: instance admins only', async (t) => {
+t.test('/admin routes: instance staff only, authorization before validation', async (t) => {
   const s = await startTestService(t, { RATE_LIMITS: 'off' });
-  const [admin, mod, plain] = await Promise.all([signup(s), signup(s), signup(s)]);
+  const [admin, mod, plain, owner] = await Promise.all([signup(s), signup(s), signup(s), signup(s)]);
   for (const [u, role] of [[admin, 'admin'], [mod, 'moderator']] as const) {
     await runAdmin(['grant', u.userId, '--role', role], { store: s.store, print: () => {} });
     await until(`${role} granted`, async () => (await s.readModels.hgetJson('instance:staff', u.userId)) === role);
   }
-  const bot = (await plain.api.post('/bots/create', { name: `authzholds${process.pid % 1000}` })).body as { token: string };
-  const holdBody = () => ({ name: 'matter', reason: 'r', target: { type: 'user', id: plain.userId } });
-  const standing = (await admin.api.post('/admin/holds', holdBody())).body._id as string;
-  t.ok(standing, 'an admin places a hold');
-  const rows: Array<[string, string, (id: string) => unknown, number]> = [
-    ['POST', '/admin/holds', () => holdBody(), 200],
-    ['GET', '/admin/holds', () => undefined, 200],
-    ['POST', '/admin/holds/:hold_id/lift', () => ({ reason: 'r' }), 200],
+  const bot = (await plain.api.post('/bots/create', { name: `authzadmin${process.pid % 1000}` })).body as { token: string };
+  const srv = await createServer(owner, 'Admin authz');
+  await join(owner, srv.general, plain);
+  const must = (r: Res, what: string) => {
+    if (r.status >= 300) throw new Error(`${what}: ${r.status} ${r.text}`);
+    return r;
+  };
+  const message = async () => must(await owner.api.post(M(srv.general), { content: 'target' }), 'message').body._id as string;
+  const report = async () => {
+    const m = await message();
+    must(await plain.api.post('/safety/report', { content: { type: 'Message', id: m, report_reason: 'ScamsFraud' } }), 'report');
+    return until('report listed', async () => {
+      const list = (await admin.api.get('/admin/reports?status=Created&limit=100')).body as Array<{ _id: string; content: { id: string } }>;
+      return list.find((r) => r.content.id === m)?._id;
+    });
+  };
+  const suspended = async () => {
+    const u = await signup(s);
+    must(await admin.api.post(`/admin/users/${u.userId}/suspend`, { reason: 'fixture' }), 'suspend');
+    return u.userId;
+  };
+  const standing = must(await admin.api.post('/admin/holds', { name: 'matter', reason: 'r', target: { type: 'user', id: plain.userId } }), 'hold').body._id as string;
+  const asAdmin = (p: string) => request(s.apiUrl, 'GET', p, { headers: { 'X-Session-Token': admin.token }, skipOpenApi: true });
+  const standingOf = async (id: string) => (await asAdmin(`/admin/users/${id}`)).body;
+
+  /** A fixture for one call: the path's ids filled in, and what to read back around a refusal. */
+  interface Fixture {
+    path: string;
+    readBack?: () => Promise<unknown>;
+  }
+  interface Row {
+    method: string;
+    path: string;
+    /** The role the route needs. */
+    need: 'admin' | 'moderator';
+    ok: number;
+    /** A valid body (or none). */
+    body?: unknown;
+    /** Makes what one call uses (a fresh target for a call that uses it up). */
+    fixture(): Promise<Fixture>;
+    /** A request that fails validation once authorized: a query suffix, or a body. */
+    bad?: { query?: string; body?: unknown };
+  }
+  const fixed = (path: string, readBack?: () => Promise<unknown>) => async (): Promise<Fixture> => ({ path, ...(readBack ? { readBack } : {}) });
+  const policies = () => asAdmin('/admin/retention').then((r) => r.body);
+  const holds = () => asAdmin('/admin/holds').then((r) => r.body);
+  const rows: Row[] = [
+    { method: 'GET', path: '/admin/reports', need: 'moderator', ok: 200, fixture: fixed('/admin/reports'), bad: { query: '?limit=0' } },
+    {
+      method: 'GET',
+      path: '/admin/reports/:report_id',
+      need: 'moderator',
+      ok: 200,
+      fixture: async () => ({ path: `/admin/reports/${await report()}` }),
+    },
+    {
+      method: 'PATCH',
+      path: '/admin/reports/:report_id',
+      need: 'moderator',
+      ok: 200,
+      body: { notes: 'triaged' },
+      fixture: async () => {
+        const id = await report();
+        return { path: `/admin/reports/${id}`, readBack: async () => (await asAdmin(`/admin/reports/${id}`)).body };
+      },
+      bad: { body: { status: 7 } },
+    },
+    {
+      method: 'GET',
+      path: '/admin/users/:user_id',
+      need: 'moderator',
+      ok: 200,
+      fixture: fixed(`/admin/users/${plain.userId}`),
+    },
+    {
+      method: 'POST',
+      path: '/admin/users/:user_id/suspend',
+      need: 'moderator',
+      ok: 200,
+      body: { reason: 'r' },
+      fixture: async () => {
+        const u = await signup(s);
+        return { path: `/admin/users/${u.userId}/suspend`, readBack: () => standingOf(u.userId) };
+      },
+      bad: { body: { reason: 'r', duration_days: 0 } },
+    },
+    {
+      method: 'POST',
+      path: '/admin/users/:user_id/ban',
+      need: 'admin',
+      ok: 200,
+      body: { reason: 'r' },
+      fixture: async () => {
+        const u = await signup(s);
+        return { path: `/admin/users/${u.userId}/ban`, readBack: () => standingOf(u.userId) };
+      },
+      bad: { body: { reason: 7 } },
+    },
+    {
+      method: 'POST',
+      path: '/admin/users/:user_id/lift',
+      need: 'admin',
+      ok: 200,
+      body: { reason: 'r' },
+      fixture: async () => {
+        const id = await suspended();
+        return { path: `/admin/users/${id}/lift`, readBack: () => standingOf(id) };
+      },
+      bad: { body: {} },
+    },
+    {
+      method: 'DELETE',
+      path: '/admin/users/:user_id',
+      need: 'admin',
+      ok: 204,
+      body: { reason: 'abuse' },
+      fixture: async () => {
+        const u = await signup(s);
+        return {
+          path: `/admin/users/${u.userId}`,
+          // The account is still there and still signed in.
+          readBack: async () => [(await asAdmin(`/admin/users/${u.userId}`)).status, (await u.api.get('/users/@me')).body.username],
+        };
+      },
+      bad: { body: { reason: '' } },
+    },
+    {
+      method: 'DELETE',
+      path: '/admin/messages/:message_id',
+      need: 'moderator',
+      ok: 204,
+      body: { reason: 'r' },
+      fixture: async () => {
+        const m = await message();
+        return { path: `/admin/messages/${m}`, readBack: async () => (await owner.api.get(`${M(srv.general)}/${m}`)).status };
+      },
+      bad: { body: { reason: 'r', extra: true } },
+    },
+    { method: 'GET', path: '/admin/audit', need: 'moderator', ok: 200, fixture: fixed('/admin/audit'), bad: { query: '?limit=101' } },
+    {
+      method: 'DELETE',
+      path: '/admin/servers/:server_id',
+      need: 'moderator',
+      ok: 204,
+      body: { reason: 'r' },
+      fixture: async () => {
+        const { id } = await createServer(owner, 'doomed');
+        return { path: `/admin/servers/${id}`, readBack: async () => (await owner.api.get(`/servers/${id}`)).status };
+      },
+      bad: { body: {} },
+    },
+    {
+      method: 'GET',
+      path: '/admin/export',
+      need: 'admin',
+      ok: 200,
+      fixture: fixed(`/admin/export?from=2020-01-01T00:00:00Z&to=${enc(new Date(Date.now() + 86_400_000).toISOString())}`),
+      bad: { query: '&format=xml' },
+    },
+    { method: 'POST', path: '/admin/holds', need: 'admin', ok: 200, body: { name: 'matter', reason: 'r', target: { type: 'user', id: plain.userId } }, fixture: fixed('/admin/holds', holds), bad: { body: { name: 7 } } },
+    { method: 'GET', path: '/admin/holds', need: 'admin', ok: 200, fixture: fixed('/admin/holds'), bad: { query: '?limit=0' } },
+    {
+      method: 'POST',
+      path: '/admin/holds/:hold_id/lift',
+      need: 'admin',
+      ok: 200,
+      body: { reason: 'r' },
+      fixture: async () => {
+        const id = must(await admin.api.post('/admin/holds', { name: 'to lift', reason: 'r', target: { type: 'server', id: srv.id } }), 'hold').body._id as string;
+        return { path: `/admin/holds/${id}/lift`, readBack: holds };
+      },
+      bad: { body: { reason: 7 } },
+    },
+    { method: 'GET', path: '/admin/retention', need: 'admin', ok: 200, fixture: fixed('/admin/retention') },
+    { method: 'PUT', path: '/admin/retention/instance', need: 'admin', ok: 200, body: { max_age_seconds: 86_400 }, fixture: fixed('/admin/retention/instance', policies), bad: { body: { max_age_seconds: 0 } } },
+    {
+      method: 'PUT',
+      path: '/admin/retention/servers/:server_id',
+      need: 'admin',
+      ok: 200,
+      body: { max_age_seconds: 3_600 },
+      fixture: async () => ({ path: `/admin/retention/servers/${(await createServer(owner, 'kept')).id}`, readBack: policies }),
+      bad: { body: { max_age_seconds: 'an hour' } },
+    },
+    {
+      method: 'PUT',
+      path: '/admin/retention/channels/:channel_id',
+      need: 'admin',
+      ok: 200,
+      body: { max_age_seconds: 60 },
+      fixture: async () => {
+        const c = must(await owner.api.post(`/servers/${srv.id}/channels`, { name: 'kept' }), 'channel').body._id as string;
+        return { path: `/admin/retention/channels/${c}`, readBack: policies };
+      },
+      bad: { body: { max_age_seconds: 1.5 } },
+    },
   ];
   t.same(
-    API_ROUTES.filter((r) => r.path.startsWith('/admin/holds')).map(keyOf).sort(),
-    rows.map(([m, p]) => `${m} ${p}`).sort(),
-    'every /admin/holds route has a row',
+    API_ROUTES.filter((r) => r.path.startsWith('/admin')).map(keyOf).sort(),
+    rows.map((r) => `${r.method} ${r.path}`).sort(),
+    'every /admin route has a row',
   );
-  const callers: Array<[string, Record<string, string>, number, string]> = [
-    ['anonymous', {}, 401, 'NotAuthenticated'],
-    ['a user', { 'X-Session-Token': plain.token }, 403, 'NotPrivileged'],
-    ['a bot', { 'X-Bot-Token': bot.token }, 403, 'NotPrivileged'],
-    ['a moderator', { 'X-Session-Token': mod.token }, 403, 'NotPrivileged'],
+  t.same(
+    API_ROUTES.filter((r) => r.path.startsWith('/admin') && !r.authorize).map(keyOf),
+    [],
+    'every /admin route authorizes before validation',
+  );
+
+  type Caller = [string, Record<string, string>, 'none' | 'user' | 'moderator' | 'admin'];
+  const callers: Caller[] = [
+    ['anonymous', {}, 'none'],
+    ['a user', { 'X-Session-Token': plain.token }, 'user'],
+    ['a bot', { 'X-Bot-Token': bot.token }, 'user'],
+    ['a moderator', { 'X-Session-Token': mod.token }, 'moderator'],
+    ['an admin', { 'X-Session-Token': admin.token }, 'admin'],
   ];
-  for (const [m, p, body, okStatus] of rows) {
-    const path = p.replace(':hold_id', standing);
-    for (const [who, headers, status, type] of callers) {
-      const head = await s.store.headPosition();
-      const b = body(standing);
-      const r = await request(s.apiUrl, m, path, { headers, ...(b === undefined ? {} : { body: b }), skipOpenApi: true });
-      t.same([r.status, r.body?.type], [status, type], `${m} ${p} as ${who}: ${status}`);
-      t.equal(await s.store.headPosition(), head, `${m} ${p} as ${who}: nothing appended`);
-    }
-    const b = body(standing);
-    const r = await request(s.apiUrl, m, path, { headers: { 'X-Session-Token': admin.token }, ...(b === undefined ? {} : { body: b }), skipOpenApi: true });
-    t.equal(r.status, okStatus, `${m} ${p} as an admin: ${okStatus}`);
+  const allowed = (row: Row, level: Caller[2]) => level === 'admin' || (level === 'moderator' && row.need === 'moderator');
+  const refusal = (level: Caller[2]) => (level === 'none' ? [401, 'NotAuthenticated'] : [403, 'NotPrivileged']);
+  const send = (row: Row, path: string, headers: Record<string, string>, extra: { body?: unknown; rawBody?: string } = {}) =>
+    request(s.apiUrl, row.method, path, {
+      headers,
+      ...(extra.rawBody !== undefined ? { rawBody: extra.rawBody, contentType: 'application/json' } : extra.body !== undefined ? { body: extra.body } : row.body !== undefined ? { body: row.body } : {}),
+      skipOpenApi: true,
+    });
+  /** Sends and checks that a refused call changed nothing (the log's head, the fixture's read-back). */
+  const refused = async (t: Tap.Test, what: string, fx: Fixture, go: () => Promise<Res>, want: unknown[]) => {
+    const head = await s.store.headPosition();
+    const before = await fx.readBack?.();
+    const r = await go();
+    t.same([r.status, r.body?.type], want, `${what}: ${want.join(' ')}${r.status === want[0] ? '' : ` (got ${r.status} ${r.text.slice(0, 200)})`}`);
+    t.equal(await s.store.headPosition(), head, `${what}: nothing appended`);
+    if (fx.readBack) t.same(await fx.readBack(), before, `${what}: read back unchanged`);
+  };
+
+  for (const row of rows) {
+    t.test(`${row.method} ${row.path} (${row.need}s)`, async (t) => {
+      for (const [who, headers, level] of callers) {
+        const fx = await row.fixture();
+        if (allowed(row, level)) {
+          const r = await send(row, fx.path, headers);
+          t.equal(r.status, row.ok, `as ${who}: ${row.ok}${r.status === row.ok ? '' : ` (got ${r.status} ${r.text.slice(0, 200)})`}`);
+        } else {
+          await refused(t, `as ${who}`, fx, () => send(row, fx.path, headers), refusal(level));
+        }
+      }
+      if (!row.bad) return;
+      const bad = row.bad;
+      const fx = await row.fixture();
+      const path = fx.path + (bad.query ?? '');
+      const inputs: Array<[string, { body?: unknown; rawBody?: string }]> = [['a bad input', bad.body !== undefined ? { body: bad.body } : {}]];
+      if (bad.body !== undefined) inputs.push(['a body that is not JSON', { rawBody: '{"reason": ' }]);
+      for (const [what, input] of inputs) {
+        for (const [who, headers, level] of callers) {
+          const want = allowed(row, level) ? [400, 'FailedValidation'] : refusal(level);
+          await refused(t, `${what} as ${who}`, fx, () => send(row, path, headers, input), want);
+        }
+      }
+    });
   }
-  // Authorization comes before validation: a non-admin learns nothing from a 400.
-  for (const [m, path, body] of [['POST', '/admin/holds', { name: 7 }], ['GET', '/admin/holds?limit=0', undefined], ['POST', `/admin/holds/${standing}/lift`, { reason: 7 }]] as const) {
-    const r = await request(s.apiUrl, m, path, { headers: { 'X-Session-Token': mod.token }, ...(body === undefined ? {} : { body }), skipOpenApi: true });
-    t.same([r.status, r.body?.type], [403, 'NotPrivileged'], `${m} ${path} with a bad input as a moderator: 403`);
-    const a = await request(s.apiUrl, m, path, { headers: { 'X-Session-Token': admin.token }, ...(body === undefined ? {} : { body }), skipOpenApi: true });
-    t.same([a.status, a.body?.type], [400, 'FailedValidation'], `${m} ${path} with a bad input as an admin: 400`);
-  }
+  t.ok(standing, 'the standing hold of the rows');
 });
 
 /**

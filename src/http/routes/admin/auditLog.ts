@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { InstanceAuditEntry } from '../../../domain/moderation/state.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { defineRoute } from '../../route.ts';
-import { callerRole } from './staff.ts';
+import { callerRole, staffOnly } from './staff.ts';
 
 const Query = z
   .object({
@@ -17,6 +17,7 @@ export default defineRoute({
   method: 'GET',
   path: '/admin/audit',
   auth: 'user',
+  authorize: staffOnly('moderator'),
   query: Query,
   async handler(rc) {
     await callerRole(rc);

@@ -5,7 +5,7 @@ import { complianceRows, csvHeader, formatRow, type ComplianceFilter } from '../
 import { AppError } from '../../../errors.ts';
 import { describeIssues } from '../../app.ts';
 import { defineRoute } from '../../route.ts';
-import { callerRole } from './staff.ts';
+import { callerRole, staffOnly } from './staff.ts';
 
 const Time = z
   .string()
@@ -30,6 +30,7 @@ export default defineRoute({
   method: 'GET',
   path: '/admin/export',
   auth: 'user',
+  authorize: staffOnly('admin'),
   query: Query,
   async handler(rc) {
     await callerRole(rc, 'admin');

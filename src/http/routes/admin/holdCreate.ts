@@ -10,7 +10,7 @@ import { newId } from '../../../ids.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { describeIssues } from '../../app.ts';
 import { defineRoute } from '../../route.ts';
-import { callerRole } from './staff.ts';
+import { callerRole, staffOnly } from './staff.ts';
 
 /** The hold to place, checked after authorization (a caller without the role learns nothing from a 400). */
 const HoldBody = z.object({ name: HoldName, reason: HoldReason, target: HoldTarget }).strict();
@@ -21,6 +21,7 @@ export default defineRoute({
   method: 'POST',
   path: '/admin/holds',
   auth: 'user',
+  authorize: staffOnly('admin'),
   body: Body,
   async handler(rc) {
     await callerRole(rc, 'admin');

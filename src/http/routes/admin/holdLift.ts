@@ -9,7 +9,7 @@ import { rm } from '../../../readmodel/keys.ts';
 import { AppError } from '../../../errors.ts';
 import { describeIssues } from '../../app.ts';
 import { defineRoute } from '../../route.ts';
-import { callerRole, pathId } from './staff.ts';
+import { callerRole, pathId, staffOnly } from './staff.ts';
 
 /** The lift's body, checked after authorization. */
 const LiftBody = z.object({ reason: HoldReason.optional() }).strict();
@@ -20,6 +20,7 @@ export default defineRoute({
   method: 'POST',
   path: '/admin/holds/:hold_id/lift',
   auth: 'user',
+  authorize: staffOnly('admin'),
   body: Body,
   async handler(rc) {
     await callerRole(rc, 'admin');

@@ -7,7 +7,7 @@ import { rm } from '../../../readmodel/keys.ts';
 import { AppError } from '../../../errors.ts';
 import { describeIssues } from '../../app.ts';
 import { defineRoute } from '../../route.ts';
-import { callerRole } from './staff.ts';
+import { callerRole, staffOnly } from './staff.ts';
 
 /** The list's query, checked after authorization. */
 const ListQuery = z
@@ -25,6 +25,7 @@ export default defineRoute({
   method: 'GET',
   path: '/admin/holds',
   auth: 'user',
+  authorize: staffOnly('admin'),
   query: Query,
   async handler(rc) {
     await callerRole(rc, 'admin');

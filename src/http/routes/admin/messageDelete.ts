@@ -6,12 +6,13 @@ import { newId } from '../../../ids.ts';
 import { loadChannel, loadPrivateChannel } from '../../../access.ts';
 import { loadMessage } from '../../../readmodel/messages.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
-import { callerRole, pathId, ReasonBody } from './staff.ts';
+import { callerRole, pathId, ReasonBody, staffOnly } from './staff.ts';
 
 export default defineRoute({
   method: 'DELETE',
   path: '/admin/messages/:message_id',
   auth: 'user',
+  authorize: staffOnly('moderator'),
   body: ReasonBody,
   async handler(rc) {
     await callerRole(rc);

@@ -7,7 +7,7 @@ import { AppError } from '../../../errors.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { presentReport } from '../../../../projections/moderation.ts';
 import { defineRoute } from '../../route.ts';
-import { callerRole, pathId } from './staff.ts';
+import { callerRole, pathId, staffOnly } from './staff.ts';
 
 const Body = z
   .object({
@@ -23,6 +23,7 @@ export default defineRoute({
   method: 'PATCH',
   path: '/admin/reports/:report_id',
   auth: 'user',
+  authorize: staffOnly('moderator'),
   body: Body,
   async handler(rc) {
     await callerRole(rc);

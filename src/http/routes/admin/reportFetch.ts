@@ -4,12 +4,13 @@ import { AppError } from '../../../errors.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { presentReport } from '../../../../projections/moderation.ts';
 import { defineRoute } from '../../route.ts';
-import { callerRole, pathId } from './staff.ts';
+import { callerRole, pathId, staffOnly } from './staff.ts';
 
 export default defineRoute({
   method: 'GET',
   path: '/admin/reports/:report_id',
   auth: 'user',
+  authorize: staffOnly('moderator'),
   async handler(rc) {
     await callerRole(rc);
     const id = pathId(rc.params.report_id);

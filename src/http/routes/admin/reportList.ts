@@ -5,7 +5,7 @@ import { isUlid } from '../../../ids.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { presentReport } from '../../../../projections/moderation.ts';
 import { defineRoute } from '../../route.ts';
-import { callerRole } from './staff.ts';
+import { callerRole, staffOnly } from './staff.ts';
 
 const Query = z
   .object({
@@ -20,6 +20,7 @@ export default defineRoute({
   method: 'GET',
   path: '/admin/reports',
   auth: 'user',
+  authorize: staffOnly('moderator'),
   query: Query,
   async handler(rc) {
     await callerRole(rc);

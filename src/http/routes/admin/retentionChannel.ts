@@ -3,13 +3,14 @@ import { AppError } from '../../../errors.ts';
 import type { ChannelState } from '../../../domain/channel/state.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { defineRoute } from '../../route.ts';
-import { callerRole, pathId } from './staff.ts';
+import { callerRole, pathId, staffOnly } from './staff.ts';
 import { RetentionBody, setPolicyRoute } from './retention.ts';
 
 export default defineRoute({
   method: 'PUT',
   path: '/admin/retention/channels/:channel_id',
   auth: 'user',
+  authorize: staffOnly('admin'),
   body: RetentionBody,
   async handler(rc) {
     await callerRole(rc, 'admin');

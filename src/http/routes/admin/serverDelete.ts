@@ -5,12 +5,13 @@ import { AppError } from '../../../errors.ts';
 import { newId } from '../../../ids.ts';
 import { serverStream } from '../../command.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
-import { callerRole, pathId, ReasonBody } from './staff.ts';
+import { callerRole, pathId, ReasonBody, staffOnly } from './staff.ts';
 
 export default defineRoute({
   method: 'DELETE',
   path: '/admin/servers/:server_id',
   auth: 'user',
+  authorize: staffOnly('moderator'),
   body: ReasonBody,
   async handler(rc) {
     await callerRole(rc);

@@ -1,7 +1,8 @@
 /**
  * Shared pieces of the instance moderation routes (/admin/…): the caller's instance role, the sanction of an
- * account, and the bodies' reason field. Authorization comes first in every route: a caller without an
- * instance role gets 403 NotPrivileged before any path id is looked at.
+ * account, and the bodies' reason field. Authorization comes first in every route: its `authorize:
+ * staffOnly(…)` answers a caller without the instance role 403 NotPrivileged before the body is read and before
+ * the body, the query or any path id is validated or looked up (a non-admin learns nothing from a 400).
  */
 import { z } from 'zod';
 import { requireStaff } from '../../../domain/moderation/decide.ts';
@@ -11,7 +12,7 @@ import { AppError } from '../../../errors.ts';
 import { isUlid } from '../../../ids.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import type { AppDeps } from '../../deps.ts';
-import type { RouteContext } from '../../route.ts';
+import type { Caller, RouteContext } from '../../route.ts';
 
 /** The instance role of a user, or null. */
 export async function instanceRole(deps: Pick<AppDeps, 'readModels'>, userId: string): Promise<InstanceRole | null> {
@@ -22,6 +23,13 @@ export async function instanceRole(deps: Pick<AppDeps, 'readModels'>, userId: st
 /** The caller's instance role, which must be at least `need` (403 NotPrivileged). */
 export async function callerRole(rc: Pick<RouteContext<unknown, unknown>, 'deps' | 'caller'>, need: InstanceRole = 'moderator'): Promise<InstanceRole> {
   return requireStaff(await instanceRole(rc.deps, rc.caller.userId), need);
+}
+
+/** A route's `authorize`: the caller's instance role must be at least `need` (403 NotPrivileged), checked before validation. */
+export function staffOnly(need: InstanceRole): (deps: Pick<AppDeps, 'readModels'>, caller: Caller) => Promise<void> {
+  return async (deps, caller) => {
+    requireStaff(await instanceRole(deps, caller.userId), need);
+  };
 }
 
 /** A path id that must be a ULID (404 NotFound otherwise, before any lookup). */

@@ -8,12 +8,13 @@ import { AppError } from '../../../errors.ts';
 import { defineRoute, NO_CONTENT } from '../../route.ts';
 import { accountOf } from '../auth/accountTools.ts';
 import { deletionWrites } from '../auth/accountDeletion.ts';
-import { callerRole, instanceRole, pathId, ReasonBody } from './staff.ts';
+import { callerRole, instanceRole, pathId, ReasonBody, staffOnly } from './staff.ts';
 
 export default defineRoute({
   method: 'DELETE',
   path: '/admin/users/:user_id',
   auth: 'user',
+  authorize: staffOnly('admin'),
   body: ReasonBody,
   async handler(rc) {
     const role = await callerRole(rc, 'admin');

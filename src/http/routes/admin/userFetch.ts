@@ -3,12 +3,13 @@ import { AppError } from '../../../errors.ts';
 import { rm } from '../../../readmodel/keys.ts';
 import { defineRoute } from '../../route.ts';
 import { presentSanction } from './sanction.ts';
-import { callerRole, instanceRole, loadSanction, pathId } from './staff.ts';
+import { callerRole, instanceRole, loadSanction, pathId, staffOnly } from './staff.ts';
 
 export default defineRoute({
   method: 'GET',
   path: '/admin/users/:user_id',
   auth: 'user',
+  authorize: staffOnly('moderator'),
   async handler(rc) {
     await callerRole(rc);
     const userId = pathId(rc.params.user_id);

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { decideSuspend } from '../../../domain/moderation/decide.ts';
 import { ModReason } from '../../../domain/moderation/events.ts';
+import { staffOnly } from './staff.ts';
 import { defineRoute } from '../../route.ts';
 import { onSanction } from './sanction.ts';
 
@@ -11,6 +12,7 @@ export default defineRoute({
   method: 'POST',
   path: '/admin/users/:user_id/suspend',
   auth: 'user',
+  authorize: staffOnly('moderator'),
   body: Body,
   async handler(rc) {
     const until = rc.body.duration_days === undefined ? null : new Date(rc.deps.now() + rc.body.duration_days * 86_400_000).toISOString();
