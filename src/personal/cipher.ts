@@ -17,13 +17,35 @@ export function isSealed(v: unknown): v is Sealed {
   return typeof v === 'object' && v !== null && (v as Sealed).$pd === 1 && typeof (v as Sealed).c === 'string';
 }
 
+/** IV length of AES-GCM (96 bits). */
+const IV_BYTES = 12;
+/** IVs drawn from the CSPRNG at a time: one `randomBytes` call per 512 seals instead of one per seal. */
+const IV_POOL_BYTES = IV_BYTES * 512;
+let ivPool = Buffer.alloc(0);
+let ivOffset = 0;
+
+/**
+ * A fresh random IV. `randomBytes(12)` per seal cost 5.6 µs of CPU of a seal's 15.7 (bench `seal`): the bytes
+ * now come from a pool of the same CSPRNG, filled 6 KiB at a time. Each slice is handed out once, and a refill
+ * takes a new buffer, so an IV already handed out is never overwritten or repeated.
+ */
+export function nextIv(): Buffer {
+  if (ivOffset + IV_BYTES > ivPool.length) {
+    ivPool = randomBytes(IV_POOL_BYTES);
+    ivOffset = 0;
+  }
+  const iv = ivPool.subarray(ivOffset, ivOffset + IV_BYTES);
+  ivOffset += IV_BYTES;
+  return iv;
+}
+
 function aad(subject: string, field: string): Buffer {
   return Buffer.from(`${subject}\u0000${field}`, 'utf8');
 }
 
 /** Seals a JSON value under the subject's key. */
 export function seal(key: Buffer, subject: string, field: string, value: unknown): Sealed {
-  const iv = randomBytes(12);
+  const iv = nextIv();
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(aad(subject, field));
   const ct = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
@@ -34,10 +56,10 @@ export function seal(key: Buffer, subject: string, field: string, value: unknown
 export function open(key: Buffer, subject: string, field: string, sealed: Sealed): unknown {
   try {
     const raw = Buffer.from(sealed.c, 'base64url');
-    const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+    const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, IV_BYTES));
     decipher.setAAD(aad(subject, field));
-    decipher.setAuthTag(raw.subarray(12, 28));
-    const pt = Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]);
+    decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + 16));
+    const pt = Buffer.concat([decipher.update(raw.subarray(IV_BYTES + 16)), decipher.final()]);
     return JSON.parse(pt.toString('utf8'));
   } catch {
     return undefined;
