@@ -18,7 +18,7 @@
  * one around a failover.
  */
 import { randomUUID } from 'node:crypto';
-import type { EventStore, RecordedEvent, Subscription } from './port.ts';
+import type { EventStore, RecordedEvent, SubscribeOptions, Subscription } from './port.ts';
 import { WrongExpectedRevisionError } from './port.ts';
 import type { Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
@@ -188,6 +188,12 @@ export interface FollowOptions {
   idleAdvanceMs?: number;
   /** How often a running follower checks that the log still holds its last event (ms, default 5 000). */
   checkEveryMs?: number;
+  /**
+   * Where the events come from: the process's one reader of the log, shared with its other followers
+   * (`SharedLogReader`), so that a batch is read and opened once however many follow it. Default: a
+   * subscription of this follower's own to `store`.
+   */
+  reader?: { subscribe(options: SubscribeOptions): Subscription };
 }
 
 /** A running follower. */
@@ -252,7 +258,7 @@ export async function followLog(o: FollowOptions): Promise<Follower> {
     mine = r.checkpoint;
     written = mine;
     if (closed) return;
-    sub = o.store.subscribe({
+    sub = (o.reader ?? o.store).subscribe({
       ...(r.after !== undefined ? { after: r.after } : {}),
       onCaughtUp: () => resolveCaughtUp(),
       onError: (err) => {
