@@ -199,7 +199,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   // Personal fields are sealed on append and opened on read (src/personal/); keys live outside the log.
   // Appends are timed and counted (eventstore_* metrics) under the sealing; everything else is the store itself.
   const keys = await openConfiguredKeyStore(config);
-  const store = new PersonalDataStore(instrumentStore(rawStore), keys, { contentBucketMs: config.retentionBucketMs });
+  const sealedStore = instrumentStore(rawStore);
+  const store = new PersonalDataStore(sealedStore, keys, { contentBucketMs: config.retentionBucketMs });
   const secrets = await serviceSecrets(config, keys);
   const vapid = await resolveVapid(config, keys);
   const mail = config.email && config.roles.includes('api') ? openMailQueue(config.redisUrl, config.redisPrefix, config.mailRetry, log) : undefined;
@@ -304,9 +305,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const { startMailWorker } = await import('../workers/mail/worker.ts');
     mailWorker = startMailWorker({ redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, smtpUrl: config.email.smtpUrl, from: config.email.from, log });
   }
-  // The worker role's log followers (previews, the voice enforcer, push) read the log through one subscription:
-  // each batch is read and its sealed content opened once, each follower keeping its own checkpoint.
-  const logReader = config.roles.includes('worker') ? new SharedLogReader(store) : undefined;
+  // The worker role's log followers (previews, the voice enforcer, push) read the log through one subscription,
+  // each keeping its own checkpoint. It reads the sealed log and opens only the events a follower acts on: a
+  // plain message in a server channel (no push, no preview) is never decrypted here. The destruction of an erased
+  // subject's key is repeated by the projector's subscription (PersonalDataStore's), no longer by every follower's.
+  const logReader = config.roles.includes('worker') ? new SharedLogReader(sealedStore, { open: (events) => store.openEvents(events) }) : undefined;
   let previewWorker: PreviewWorker | undefined;
   if (logReader) {
     const { startPreviewWorker } = await import('../workers/previews/worker.ts');

@@ -17,6 +17,9 @@ import { openPostgresEventStore } from '../src/eventstore/postgres.ts';
 import type { EventStore, NewEvent, RecordedEvent, SubscribeOptions, Subscription } from '../src/eventstore/port.ts';
 import { decodeCheckpoint, followLog, REWIND_STREAM, type Follower } from '../src/eventstore/rewind.ts';
 import { SharedLogReader } from '../src/eventstore/sharedReader.ts';
+import { PersonalDataStore } from '../src/personal/store.ts';
+import { SqliteKeyStore } from '../src/personal/keyStore.ts';
+import { newId } from '../src/ids.ts';
 import { testDatabase } from './helpers/postgres.ts';
 import { deletePrefix, startTestService, TEST_REDIS_URL, tempDir, uniquePrefix } from './helpers/service.ts';
 import { until, WAIT_MS } from './helpers/wait.ts';
@@ -279,6 +282,48 @@ t.test('postgres: running followers on one reader notice a failover that lost th
   t.same(names(a.seen), ['d1', 'd2', 'd3', 'rewind', 'n2', 'n3']);
   t.same(names(b.seen), ['d1', 'd2', 'd3', 'rewind', 'n2', 'n3']);
   t.equal((await store.readStream(REWIND_STREAM)).length, 1, 'one record, though two followers noticed');
+});
+
+t.test('a reader of the sealed log opens only the events a follower acts on', async (t) => {
+  const dir = tempDir(t, 'shr-open');
+  const raw = new SqliteEventStore(path.join(dir, 'e.sqlite'), { pollIntervalMs: 10 });
+  const store = new PersonalDataStore(raw, new SqliteKeyStore(path.join(dir, 'keys.sqlite'), path.join(dir, 'erasures.jsonl')));
+  t.teardown(() => store.close());
+  const { redis, prefix } = redisFor(t);
+  let opened = 0;
+  const reader = new SharedLogReader(raw, {
+    open: async (events) => {
+      opened += events.length;
+      return store.openEvents(events);
+    },
+  });
+  const offered: unknown[] = [];
+  const seen: RecordedEvent[] = [];
+  const f = await followLog({
+    store,
+    redis,
+    cpKey: `${prefix}cp`,
+    by: 'test',
+    log,
+    reader,
+    wants: (e) => {
+      offered.push((e.data as { message: { content: unknown } }).message.content);
+      return (e.data as { message: { author: string } }).message.author === 'b';
+    },
+    onEvents: async (events) => void seen.push(...events),
+  });
+  t.teardown(() => f.close());
+  await f.caughtUp;
+  const channel = newId();
+  for (const [author, content] of [['a', 'words of a'], ['b', 'words of b'], ['a', 'more of a']] as const) {
+    const id = newId();
+    await store.append(`message-${id}`, [{ id: randomUUID(), type: 'MessageSent', data: { message: { _id: id, channel, author, content } }, metadata: { actor: null, requestId: 'r', at: new Date().toISOString(), scope: 's' } }], 'no_stream');
+  }
+  await until('the three offered', () => offered.length === 3);
+  await until('b delivered', () => seen.length === 1);
+  t.equal(opened, 1, 'one event opened: the one wanted');
+  t.equal((seen[0]!.data as { message: { content: string } }).message.content, 'words of b', 'delivered opened');
+  t.notOk(offered.some((c) => typeof c === 'string'), 'wants saw the content sealed');
 });
 
 t.test('the default start: the worker role\'s followers (push, previews) share one reader', async (t) => {

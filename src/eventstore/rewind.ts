@@ -180,7 +180,8 @@ export interface FollowOptions {
   /** Handles a batch; the checkpoint moves past it once the returned promise resolves. */
   onEvents(events: RecordedEvent[]): Promise<void>;
   /**
-   * The events `onEvents` acts on (default: all). A batch with none of them costs no Redis command: it is not
+   * The events `onEvents` acts on (default: all). Given a `reader` that opens lazily (`SharedLogReader` with
+   * `open`), it sees the event as the log holds it: personal fields and message content sealed. A batch with none of them costs no Redis command: it is not
    * handed over, and the checkpoint moves past it with the next batch that has some, or after `idleAdvanceMs`.
    */
   wants?(event: RecordedEvent): boolean;
@@ -193,7 +194,7 @@ export interface FollowOptions {
    * (`SharedLogReader`), so that a batch is read and opened once however many follow it. Default: a
    * subscription of this follower's own to `store`.
    */
-  reader?: { subscribe(options: SubscribeOptions): Subscription };
+  reader?: { subscribe(options: SubscribeOptions): Subscription; open?(events: readonly RecordedEvent[]): Promise<RecordedEvent[]> };
 }
 
 /** A running follower. */
@@ -275,7 +276,8 @@ export async function followLog(o: FollowOptions): Promise<Follower> {
           // long to dedupe a lagging process's adds (the jobs are kept by count, `FOLLOWER_JOBS_KEPT`).
           const handled = handledBefore(await o.redis.get(o.cpKey), mine);
           const fresh = handled === undefined ? wanted : wanted.filter((e) => e.position > handled);
-          if (fresh.length > 0) await o.onEvents(fresh);
+          // A reader of the sealed log opens only what this follower acts on.
+          if (fresh.length > 0) await o.onEvents(o.reader?.open ? await o.reader.open(fresh) : fresh);
         }
         mine = checkpointAfter(mine, events);
         if (wanted.length > 0) await advance();

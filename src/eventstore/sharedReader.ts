@@ -18,6 +18,7 @@
  * - `onCaughtUp` of a follower is called once the reader has passed the head the log had when it joined.
  *
  * It has the shape of `EventStore.subscribe`, so a follower takes either the store or the process's reader.
+ * Given the sealed log and an `open` (as the service does), it opens only the events a follower acts on.
  */
 import type { EventStore, RecordedEvent, SubscribeOptions, Subscription } from './port.ts';
 
@@ -61,10 +62,20 @@ export class SharedLogReader {
   #ops: Promise<void> = Promise.resolve();
   readonly #stats: SharedReaderStats = { subscriptions: 0, batches: 0, events: 0 };
 
-  constructor(store: EventStore, opts: { batchSize?: number } = {}) {
+  /**
+   * `store`: the log to read. `open`: when `store` is the sealed log under a `PersonalDataStore`, opens the
+   * events a follower acts on (its `wants`), so that the rest (on a busy log most messages: no push, no preview)
+   * are never decrypted; the followers then see sealed events in `wants` (only the fields they filter on, none
+   * of them sealed) and opened ones in their `onEvents` (`followLog` calls `open`).
+   */
+  constructor(store: EventStore, opts: { batchSize?: number; open?: (events: readonly RecordedEvent[]) => Promise<RecordedEvent[]> } = {}) {
     this.#store = store;
     this.#batchSize = opts.batchSize;
+    if (opts.open) this.open = opts.open;
   }
+
+  /** Opens the events a follower acts on (see the constructor); absent when the reader reads opened events. */
+  readonly open?: (events: readonly RecordedEvent[]) => Promise<RecordedEvent[]>;
 
   /** Joins the reader: `options` as for `EventStore.subscribe` (its `batchSize` is the reader's). */
   subscribe(options: SubscribeOptions): Subscription {
