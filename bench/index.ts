@@ -16,5 +16,6 @@ import fanout from './fanout.ts';
 import ready from './ready.ts';
 import compliance from './compliance.ts';
 import footprint from './footprint.ts';
+import sendDefault from './sendDefault.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready, compliance, footprint];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready, compliance, footprint, sendDefault];
