@@ -10,8 +10,8 @@
  * - CPU per send of every thread of the service process and of redis-server (/proc/<pid>/task/<tid>/stat), then
  *   the same load on the split topology (an API, a projector and a worker process) for the CPU of each role.
  *
- * Then the send rate of the default topology against ROLES=api,projector (the `send` row's topology: no
- * worker role) on the same load, in alternating rounds of the same run (`send-default`).
+ * Then the CPU per history page on the default topology's filled channels (`cpu-per-page`). The send rate of the
+ * default topology against ROLES=api,projector on the same load is the `send-default` bench (sendDefault.ts).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { Redis as IORedis } from 'ioredis';
 import { startPrivateRedis } from '../scripts/redis.mjs';
-import { median, type Bench, type BenchContext, type BenchResult } from './lib.ts';
+import type { Bench, BenchContext, BenchResult } from './lib.ts';
 import { assertClean, measure, setupServer, signupUser, startServer, type BenchUser, type ServerProcess } from './http.ts';
 
 /** A 300-byte message: plain words, no link, no mention (a typical server-channel message that pushes to nobody). */
@@ -33,7 +33,7 @@ const HZ = 100;
 const STEP = 10_000;
 
 /** CPU ticks of each thread of a process (`main` is the thread whose id is the pid). */
-function threadTicks(pid: number): Map<string, number> {
+export function threadTicks(pid: number): Map<string, number> {
   const m = new Map<string, number>();
   for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
     let st: string;
@@ -49,7 +49,7 @@ function threadTicks(pid: number): Map<string, number> {
 }
 
 /** CPU seconds per thread between two readings: main, the busiest other thread (the search indexer's, where it runs), the rest. */
-function cpuSplit(a: Map<string, number>, b: Map<string, number>): { main: number; busiest: number; rest: number; total: number } {
+export function cpuSplit(a: Map<string, number>, b: Map<string, number>): { main: number; busiest: number; rest: number; total: number } {
   const d = (k: string) => ((b.get(k) ?? 0) - (a.get(k) ?? 0)) / HZ;
   const others = [...b.keys()].filter((k) => k !== 'main').map(d).sort((x, y) => y - x);
   const main = d('main');
@@ -119,7 +119,7 @@ function jobsBody(link: string, mentioned: string): string {
 }
 
 /** The bench's users and channels on a service, and the load's next request (`link`: messages with a link and a mention). */
-async function load(api: string, link?: string): Promise<Load> {
+export async function load(api: string, link?: string): Promise<Load> {
   const users: BenchUser[] = [];
   for (let i = 0; i < 10; i++) users.push(await signupUser(api));
   const { channels } = await setupServer(api, users[0]!, 20, users.slice(1));
@@ -135,9 +135,9 @@ async function load(api: string, link?: string): Promise<Load> {
 }
 
 /** The load's next send, with its users and channels. */
-type Load = (() => { path: string; headers: Record<string, string>; body: string }) & { users: BenchUser[]; channels: string[] };
+export type Load = (() => { path: string; headers: Record<string, string>; body: string }) & { users: BenchUser[]; channels: string[] };
 
-function env(redisUrl: string, prefix: string, dataDir: string, roles?: string): Record<string, string> {
+export function env(redisUrl: string, prefix: string, dataDir: string, roles?: string): Record<string, string> {
   // Loopback pages may be previewed (the jobs variant's link).
   return { ...(roles ? { ROLES: roles } : {}), RATE_LIMITS: 'off', OUTBOUND_ALLOW_PRIVATE: '127.0.0.0/8', API_PORT: '0', MEDIA_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, REDIS_URL: redisUrl, REDIS_PREFIX: prefix };
 }
@@ -208,7 +208,7 @@ const k = (n: number) => Math.round(n).toLocaleString('en-US');
 
 const bench: Bench = {
   name: 'footprint',
-  description: 'Redis bytes, commands, log and index bytes and CPU per 300-byte send on the default topology; its send rate vs ROLES=api,projector',
+  description: 'Redis bytes, commands, log and index bytes and CPU per 300-byte send (and per history page) on the default topology',
   async run(ctx: BenchContext): Promise<BenchResult[]> {
     const redisSrv = await startPrivateRedis({ dir: path.join(ctx.tmpDir, 'redis') });
     const redis = new IORedis(redisSrv.url);
@@ -246,6 +246,18 @@ const bench: Bench = {
       const redisCpu = cpuSplit(r0, r1).total;
       const us = (s: number) => (s * 1e6) / STEP;
       ctx.log(`default topology, per send: service main ${us(svcCpu.main).toFixed(0)} µs, indexer thread ${us(svcCpu.busiest).toFixed(0)} µs, other threads ${us(svcCpu.rest).toFixed(0)} µs, redis ${us(redisCpu).toFixed(0)} µs; ${cmds.toFixed(1)} Redis commands; log ${logBytes.toFixed(0)} B, search index ${idxBytes.toFixed(0)} B; ${Math.round(sent.rps)} sends/s`);
+
+      // 1c. CPU per history page (100 messages, newest page) on the channels the 20k sends filled.
+      const duration = ctx.quick ? 4 : 6;
+      const reader = next.users[0]!;
+      let pi = 0;
+      const page = () => ({ path: `/channels/${next.channels[pi++ % next.channels.length]}/messages?limit=100`, headers: { 'X-Session-Token': reader.token } });
+      await measure({ url: svc.urls.apiUrl!, method: 'GET', next: page, duration: 1 });
+      const p0 = threadTicks(svc.pid), pr0 = threadTicks(redisPid);
+      const pages = assertClean('history pages', await measure({ url: svc.urls.apiUrl!, method: 'GET', next: page, duration }));
+      const pageSvc = cpuSplit(p0, threadTicks(svc.pid)).total, pageRedis = cpuSplit(pr0, threadTicks(redisPid)).total;
+      const perPage = (x: number) => (x * 1e6) / pages.requests;
+      ctx.log(`history pages: ${Math.round(pages.rps)}/s; per page: service ${perPage(pageSvc).toFixed(0)} µs, redis ${perPage(pageRedis).toFixed(0)} µs`);
       await svc.stop();
       stops.pop();
 
@@ -270,52 +282,11 @@ const bench: Bench = {
       await settle(redis, sprefix);
       const roleCpu = Object.fromEntries(Object.entries(procs).map(([r, p]) => [r, cpuSplit(t0[r]!, threadTicks(p.pid))]));
       const splitRedis = cpuSplit(sr0, threadTicks(redisPid)).total;
-      const splitLine = `API ${us(roleCpu.api!.total).toFixed(0)} µs, projector ${us(roleCpu.projector!.main + roleCpu.projector!.rest).toFixed(0)} µs, its indexer thread ${us(roleCpu.projector!.busiest).toFixed(0)} µs, worker (push + previews followers) ${us(roleCpu.worker!.total).toFixed(0)} µs, media ${us(roleCpu.media!.total).toFixed(0)} µs, redis ${us(splitRedis).toFixed(0)} µs`;
+      const splitLine = `API ${us(roleCpu.api!.total).toFixed(0)} µs, projector ${us(roleCpu.projector!.main + roleCpu.projector!.rest).toFixed(0)} µs, its indexer thread ${us(roleCpu.projector!.busiest).toFixed(0)} µs, worker (push + previews followers, one shared reader of the log) ${us(roleCpu.worker!.total).toFixed(0)} µs, media ${us(roleCpu.media!.total).toFixed(0)} µs, redis ${us(splitRedis).toFixed(0)} µs`;
       ctx.log(`split topology, per send: ${splitLine}`);
       for (const p of Object.values(procs)) await p.stop();
       stops.length = 0;
 
-      // 3. Send rate: the default topology against ROLES=api,projector, alternating rounds on fresh data each.
-      const dprefix = `fpd:${randomBytes(3).toString('hex')}:`, aprefix = `fpa:${randomBytes(3).toString('hex')}:`;
-      const dflt = await startServer('service', env(redisSrv.url, dprefix, path.join(ctx.tmpDir, 'rate-default')));
-      stops.push(() => dflt.stop());
-      const apiOnly = await startServer('service', env(redisSrv.url, aprefix, path.join(ctx.tmpDir, 'rate-api'), 'api,projector'));
-      stops.push(() => apiOnly.stop());
-      const dnext = await load(dflt.urls.apiUrl!), anext = await load(apiOnly.urls.apiUrl!);
-      const duration = ctx.quick ? 4 : 6;
-      await measure({ url: dflt.urls.apiUrl!, method: 'POST', next: dnext, duration: 2 });
-      await measure({ url: apiOnly.urls.apiUrl!, method: 'POST', next: anext, duration: 2 });
-      const rounds = Math.max(3, ctx.repeats * 2 - 1);
-      const d: number[] = [], a: number[] = [], dp99: number[] = [], ap99: number[] = [], dcpu: number[] = [], acpu: number[] = [];
-      for (let r = 0; r < rounds; r++) {
-        for (const which of r % 2 ? ['a', 'd'] : ['d', 'a']) {
-          const proc = which === 'd' ? dflt : apiOnly;
-          const c0 = threadTicks(proc.pid), rc0 = threadTicks(redisPid);
-          const m = assertClean(`send (${which})`, await measure({ url: proc.urls.apiUrl!, method: 'POST', next: which === 'd' ? dnext : anext, duration }));
-          // CPU per send of the service (every thread) and Redis: what the machine's load does not change much.
-          const cpu = ((cpuSplit(c0, threadTicks(proc.pid)).total + cpuSplit(rc0, threadTicks(redisPid)).total) * 1e6) / m.requests;
-          (which === 'd' ? d : a).push(m.rps);
-          (which === 'd' ? dp99 : ap99).push(m.p99);
-          (which === 'd' ? dcpu : acpu).push(cpu);
-        }
-      }
-      ctx.log(`send rate, default: ${d.map(Math.round).join(', ')}; api,projector: ${a.map(Math.round).join(', ')} sends/s; CPU per send (service + redis), default: ${dcpu.map(Math.round).join(', ')}; api,projector: ${acpu.map(Math.round).join(', ')} µs`);
-      const dm = median(d), am = median(a);
-      // Each round runs both sides back to back: the ratio is the median of the rounds' ratios, so a machine whose
-      // load drifts over the rounds weighs on both sides of each ratio alike.
-      const paired = median(d.map((x, r) => x / a[r]!));
-
-      // 4. CPU per history page (100 messages, newest page) on the default topology, the channels filled by the rounds above.
-      await apiOnly.stop();
-      const reader = dnext.users[0]!;
-      let pi = 0;
-      const page = () => ({ path: `/channels/${dnext.channels[pi++ % dnext.channels.length]}/messages?limit=100`, headers: { 'X-Session-Token': reader.token } });
-      await measure({ url: dflt.urls.apiUrl!, method: 'GET', next: page, duration: 1 });
-      const p0 = threadTicks(dflt.pid), pr0 = threadTicks(redisPid);
-      const pages = assertClean('history pages', await measure({ url: dflt.urls.apiUrl!, method: 'GET', next: page, duration }));
-      const pageSvc = cpuSplit(p0, threadTicks(dflt.pid)).total, pageRedis = cpuSplit(pr0, threadTicks(redisPid)).total;
-      const perPage = (x: number) => (x * 1e6) / pages.requests;
-      ctx.log(`history pages: ${Math.round(pages.rps)}/s; per page: service ${perPage(pageSvc).toFixed(0)} µs, redis ${perPage(pageRedis).toFixed(0)} µs`);
       return [
         {
           name: 'footprint',
@@ -345,7 +316,7 @@ const bench: Bench = {
           ceiling: us(svcCpu.total + redisCpu),
           ceilingLabel: 'itself (a breakdown, not a comparison)',
           ratio: 1,
-          notes: `the same 10k sends as footprint, /proc CPU times: service main thread (API, projector, push and previews followers) ${us(svcCpu.main).toFixed(0)} µs, search indexer thread (the busiest other thread) ${us(svcCpu.busiest).toFixed(0)} µs, other threads (GC, libuv) ${us(svcCpu.rest).toFixed(0)} µs, redis-server ${us(redisCpu).toFixed(0)} µs; the same load split in processes (ROLES api / projector / worker / media): ${splitLine}`,
+          notes: `the same 10k sends as footprint, /proc CPU times: service main thread (API, projector, the push and previews followers on one reader) ${us(svcCpu.main).toFixed(0)} µs, search indexer thread (the busiest other thread) ${us(svcCpu.busiest).toFixed(0)} µs, other threads (GC, libuv) ${us(svcCpu.rest).toFixed(0)} µs, redis-server ${us(redisCpu).toFixed(0)} µs; the same load split in processes (ROLES api / projector / worker / media): ${splitLine}`,
         },
         {
           name: 'cpu-per-page',
@@ -356,16 +327,6 @@ const bench: Bench = {
           ceilingLabel: 'itself (a breakdown, not a comparison)',
           ratio: 1,
           notes: `newest 100 messages of the 20 channels in turn, 50 connections, ${duration} s, ${Math.round(pages.rps)} pages/s: service ${perPage(pageSvc).toFixed(0)} µs, redis-server ${perPage(pageRedis).toFixed(0)} µs`,
-        },
-        {
-          name: 'send-default',
-          figure: 'message sends/s, 50 connections, default topology (npm start) vs ROLES=api,projector',
-          median: dm,
-          unit: 'req/s',
-          ceiling: am,
-          ceilingLabel: `ROLES=api,projector, alternating rounds (p99 ${median(ap99)} ms; the default's ${median(dp99)} ms)`,
-          ratio: paired,
-          notes: `300-byte messages without a link, RATE_LIMITS=off, 10 users × 20 channels, ${rounds} rounds of ${duration} s each, alternating (default ${d.map(Math.round).join(', ')}; api,projector ${a.map(Math.round).join(', ')} sends/s); ratio = median of the rounds' ratios (ratio of the medians ${(dm / am).toFixed(2)}); the default runs the worker and media roles besides (push and previews followers). CPU per send (the service's threads + redis-server, median of the rounds): default ${Math.round(median(dcpu))} µs, api,projector ${Math.round(median(acpu))} µs (ratio ${(median(acpu) / median(dcpu)).toFixed(2)})`,
         },
       ];
     } finally {

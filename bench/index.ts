@@ -17,5 +17,6 @@ import ready from './ready.ts';
 import compliance from './compliance.ts';
 import footprint from './footprint.ts';
 import sealing from './sealing.ts';
+import sendDefault from './sendDefault.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready, compliance, sealing, footprint];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready, compliance, sealing, footprint, sendDefault];

@@ -13,6 +13,7 @@ import { CommandExecutor } from './commands.ts';
 import type { Config } from './config.ts';
 import type { EventStore } from './eventstore/port.ts';
 import { SqliteEventStore } from './eventstore/sqlite.ts';
+import { SharedLogReader } from './eventstore/sharedReader.ts';
 import { openEventStore } from './eventstore/open.ts';
 import { openMailQueue } from './mail/queue.ts';
 import { resolveVapid } from './push/vapid.ts';
@@ -78,6 +79,8 @@ export interface Service {
   pushWorker: PushWorker | undefined;
   /** The link-preview worker and its producer (role `worker`). */
   previewWorker: PreviewWorker | undefined;
+  /** The one reader of the log the worker role's followers share (push, previews, the voice enforcer). */
+  logReader: SharedLogReader | undefined;
   /** The upload queues of the media server (role `media`). */
   uploads: UploadQueues | undefined;
   /** Blobs under `DATA_DIR/files`. */
@@ -196,7 +199,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   // Personal fields are sealed on append and opened on read (src/personal/); keys live outside the log.
   // Appends are timed and counted (eventstore_* metrics) under the sealing; everything else is the store itself.
   const keys = await openConfiguredKeyStore(config);
-  const store = new PersonalDataStore(instrumentStore(rawStore), keys, { contentBucketMs: config.retentionBucketMs });
+  const sealedStore = instrumentStore(rawStore);
+  const store = new PersonalDataStore(sealedStore, keys, { contentBucketMs: config.retentionBucketMs });
   const secrets = await serviceSecrets(config, keys);
   const vapid = await resolveVapid(config, keys);
   const mail = config.email && config.roles.includes('api') ? openMailQueue(config.redisUrl, config.redisPrefix, config.mailRetry, log) : undefined;
@@ -301,21 +305,26 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const { startMailWorker } = await import('../workers/mail/worker.ts');
     mailWorker = startMailWorker({ redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, smtpUrl: config.email.smtpUrl, from: config.email.from, log });
   }
+  // The worker role's log followers (previews, the voice enforcer, push) read the log through one subscription,
+  // each keeping its own checkpoint. It reads the sealed log and opens only the events a follower acts on: a
+  // plain message in a server channel (no push, no preview) is never decrypted here. The destruction of an erased
+  // subject's key is repeated by the projector's subscription (PersonalDataStore's), no longer by every follower's.
+  const logReader = config.roles.includes('worker') ? new SharedLogReader(sealedStore, { open: (events) => store.openEvents(events) }) : undefined;
   let previewWorker: PreviewWorker | undefined;
-  if (config.roles.includes('worker')) {
+  if (logReader) {
     const { startPreviewWorker } = await import('../workers/previews/worker.ts');
-    previewWorker = await startPreviewWorker({ config, redis, store, log });
+    previewWorker = await startPreviewWorker({ config, redis, store, log, reader: logReader });
   }
   let voiceEnforcer: { close(): Promise<void> } | undefined;
   if (config.roles.includes('worker') && config.voice.enabled) {
     const { startVoiceEnforcer } = await import('../workers/voice/enforcer.ts');
-    voiceEnforcer = await startVoiceEnforcer({ config, log, store, readModels, now });
+    voiceEnforcer = await startVoiceEnforcer({ config, log, store, readModels, now, ...(logReader ? { reader: logReader } : {}) });
   }
 
   let pushWorker: PushWorker | undefined;
   if (config.roles.includes('worker')) {
     const { startPushWorker } = await import('../workers/push/worker.ts');
-    pushWorker = await startPushWorker({ config, log, store, readModels, executor, vapid, ...(opts.pushAgentOptions ? { agentOptions: opts.pushAgentOptions } : {}) });
+    pushWorker = await startPushWorker({ config, log, store, readModels, executor, vapid, ...(logReader ? { reader: logReader } : {}), ...(opts.pushAgentOptions ? { agentOptions: opts.pushAgentOptions } : {}) });
   }
 
   let mediaServer: Server | undefined;
@@ -393,6 +402,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     mediaWorkers,
     pushWorker,
     previewWorker,
+    logReader,
     uploads,
     blobs,
     apiServer,

@@ -18,7 +18,7 @@
  * one around a failover.
  */
 import { randomUUID } from 'node:crypto';
-import type { EventStore, RecordedEvent, Subscription } from './port.ts';
+import type { EventStore, RecordedEvent, SubscribeOptions, Subscription } from './port.ts';
 import { WrongExpectedRevisionError } from './port.ts';
 import type { Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
@@ -180,7 +180,8 @@ export interface FollowOptions {
   /** Handles a batch; the checkpoint moves past it once the returned promise resolves. */
   onEvents(events: RecordedEvent[]): Promise<void>;
   /**
-   * The events `onEvents` acts on (default: all). A batch with none of them costs no Redis command: it is not
+   * The events `onEvents` acts on (default: all). Given a `reader` that opens lazily (`SharedLogReader` with
+   * `open`), it sees the event as the log holds it: personal fields and message content sealed. A batch with none of them costs no Redis command: it is not
    * handed over, and the checkpoint moves past it with the next batch that has some, or after `idleAdvanceMs`.
    */
   wants?(event: RecordedEvent): boolean;
@@ -188,6 +189,12 @@ export interface FollowOptions {
   idleAdvanceMs?: number;
   /** How often a running follower checks that the log still holds its last event (ms, default 5 000). */
   checkEveryMs?: number;
+  /**
+   * Where the events come from: the process's one reader of the log, shared with its other followers
+   * (`SharedLogReader`), so that a batch is read and opened once however many follow it. Default: a
+   * subscription of this follower's own to `store`.
+   */
+  reader?: { subscribe(options: SubscribeOptions): Subscription; open?(events: readonly RecordedEvent[]): Promise<RecordedEvent[]> };
 }
 
 /** A running follower. */
@@ -252,7 +259,7 @@ export async function followLog(o: FollowOptions): Promise<Follower> {
     mine = r.checkpoint;
     written = mine;
     if (closed) return;
-    sub = o.store.subscribe({
+    sub = (o.reader ?? o.store).subscribe({
       ...(r.after !== undefined ? { after: r.after } : {}),
       onCaughtUp: () => resolveCaughtUp(),
       onError: (err) => {
@@ -269,7 +276,8 @@ export async function followLog(o: FollowOptions): Promise<Follower> {
           // long to dedupe a lagging process's adds (the jobs are kept by count, `FOLLOWER_JOBS_KEPT`).
           const handled = handledBefore(await o.redis.get(o.cpKey), mine);
           const fresh = handled === undefined ? wanted : wanted.filter((e) => e.position > handled);
-          if (fresh.length > 0) await o.onEvents(fresh);
+          // A reader of the sealed log opens only what this follower acts on.
+          if (fresh.length > 0) await o.onEvents(o.reader?.open ? await o.reader.open(fresh) : fresh);
         }
         mine = checkpointAfter(mine, events);
         if (wanted.length > 0) await advance();

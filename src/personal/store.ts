@@ -297,6 +297,17 @@ export class PersonalDataStore implements EventStore {
     return this.inner.eventIdAt(position);
   }
 
+  /**
+   * Opens events read from the inner store (personal fields and message content), as `subscribe` would have:
+   * for a reader of the inner log that opens only the events it acts on (`SharedLogReader`'s `open`).
+   */
+  async openEvents(events: readonly RecordedEvent[]): Promise<RecordedEvent[]> {
+    const cache = new KeyCache(this.keys);
+    const opened: RecordedEvent[] = [];
+    for (const e of events) opened.push(await openEvent(cache, e));
+    return opened;
+  }
+
   subscribe(options: SubscribeOptions): Subscription {
     return this.inner.subscribe({
       ...options,

@@ -10,7 +10,7 @@
  * (`workers/previews/worker.ts`), so an edit's job and the send's job never disagree.
  */
 import { Queue } from 'bullmq';
-import type { EventStore, RecordedEvent } from '../eventstore/port.ts';
+import type { EventStore, RecordedEvent, SubscribeOptions, Subscription } from '../eventstore/port.ts';
 import { FOLLOWER_JOBS_KEPT, followLog } from '../eventstore/rewind.ts';
 import type { Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
@@ -52,6 +52,8 @@ export async function startPreviewProducer(o: {
   queue: Queue<PreviewJob>;
   attempts: number;
   log: Logger;
+  /** The process's shared reader of the log (`SharedLogReader`); default a subscription of its own. */
+  reader?: { subscribe(options: SubscribeOptions): Subscription };
 }): Promise<PreviewProducer> {
   const cpKey = `${o.redisPrefix}previews:cp`;
   const opts = {
@@ -68,6 +70,7 @@ export async function startPreviewProducer(o: {
     cpKey,
     by: 'previews',
     log: o.log,
+    ...(o.reader ? { reader: o.reader } : {}),
     wants: (e) => previewJobOf(e) !== undefined,
     onEvents: async (events) => {
       const jobs = [];

@@ -14,6 +14,7 @@ import { upcast } from '../../src/domain/events.ts';
 import { messageStream, type GeneratedEmbedObject } from '../../src/domain/message/events.ts';
 import { evolveMessage, type MessageState } from '../../src/domain/message/state.ts';
 import { toNewEvent } from '../../src/domain/events.ts';
+import type { SharedLogReader } from '../../src/eventstore/sharedReader.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
 import type { Logger } from '../../src/log.ts';
 import { previewOf, type PreviewContext } from '../../src/previews/generate.ts';
@@ -66,7 +67,7 @@ export async function runPreviewJob(job: PreviewJob, deps: { store: EventStore; 
 }
 
 /** Starts the worker and the producer that turns the log's preview requests into its jobs. */
-export async function startPreviewWorker(o: { config: Config; redis: RedisClient; store: EventStore; log: Logger }): Promise<PreviewWorker> {
+export async function startPreviewWorker(o: { config: Config; redis: RedisClient; store: EventStore; log: Logger; reader?: SharedLogReader }): Promise<PreviewWorker> {
   const ctx: PreviewContext = { policy: o.config.outbound, limits: o.config.previews, redis: o.redis, prefix: o.config.redisPrefix };
   const connection = bullConnection(o.config.redisUrl);
   const prefix = bullPrefix(o.config.redisPrefix, o.config.redisUrl);
@@ -91,7 +92,7 @@ export async function startPreviewWorker(o: { config: Config; redis: RedisClient
   worker.on('failed', (job, err) => o.log.warn({ job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'previews not appended (will retry)'));
   const queue = new Queue<PreviewJob>(PREVIEW_QUEUE, { connection, prefix });
   queue.on('error', (err) => o.log.warn({ err: err.message }, 'preview queue error'));
-  const producer = await startPreviewProducer({ store: o.store, redis: o.redis, redisPrefix: o.config.redisPrefix, queue, attempts: o.config.previews.attempts, log: o.log });
+  const producer = await startPreviewProducer({ store: o.store, redis: o.redis, redisPrefix: o.config.redisPrefix, queue, attempts: o.config.previews.attempts, log: o.log, ...(o.reader ? { reader: o.reader } : {}) });
   return {
     caughtUp: producer.caughtUp,
     queue,

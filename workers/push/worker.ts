@@ -40,6 +40,7 @@ import { SYSTEM_AUTHOR, type MessageObject } from '../../src/domain/message/even
 import { RELATIONS_STREAM } from '../../src/domain/relationship/events.ts';
 import { recipientsOf, type PrivateChannelState } from '../../src/domain/private/state.ts';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.ts';
+import type { SharedLogReader } from '../../src/eventstore/sharedReader.ts';
 import { FOLLOWER_JOBS_KEPT, followLog } from '../../src/eventstore/rewind.ts';
 import type { Logger } from '../../src/log.ts';
 import { timedJob, trackQueue } from '../../src/metrics/registry.ts';
@@ -133,6 +134,8 @@ export interface PushWorkerDeps {
   readModels: ReadModels;
   executor: CommandExecutor;
   vapid: VapidDetails;
+  /** The process's shared reader of the log, shared with the other followers (default: a subscription of its own). */
+  reader?: SharedLogReader;
   /** Extra options of the outbound agents (tests: a CA for an HTTPS endpoint; also trusted for APNs). */
   agentOptions?: https.AgentOptions;
   /** The clock the FCM and APNs tokens are timed by (tests). */
@@ -466,6 +469,7 @@ export async function startPushWorker(deps: PushWorkerDeps): Promise<PushWorker>
     cpKey,
     by: 'push',
     log,
+    ...(deps.reader ? { reader: deps.reader } : {}),
     wants: (e) => pushable(e),
     onEvents: async (events) => {
       const jobs: Array<{ name: string; data: MessageJob | FriendJob | CallJob | BadgeJob; opts: { jobId: string } & typeof retry }> = [];

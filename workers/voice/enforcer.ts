@@ -27,6 +27,7 @@ import type { Config } from '../../src/config.ts';
 import type { ServerVoiceState } from '../../src/domain/voice/state.ts';
 import { AppError } from '../../src/errors.ts';
 import type { EventStore } from '../../src/eventstore/port.ts';
+import type { SharedLogReader } from '../../src/eventstore/sharedReader.ts';
 import { followLog } from '../../src/eventstore/rewind.ts';
 import type { Logger } from '../../src/log.ts';
 import { timedJob, trackQueue } from '../../src/metrics/registry.ts';
@@ -55,6 +56,9 @@ export const PERMISSION_EVENTS: ReadonlySet<string> = new Set([
 
 /** Events of a DM's or group's call (scope: the channel), or of a relationship that decides a DM's permissions. */
 export const PRIVATE_CALL_EVENTS: ReadonlySet<string> = new Set(['RelationshipChanged', 'GroupMemberRemoved', 'GroupPermissionsSet', 'GroupEdited', 'GroupDeleted']);
+
+/** Every event type the enforcer acts on: sessions starting and ending, rooms closing, rights changing. */
+const VOICE_EVENTS: ReadonlySet<string> = new Set(['VoiceParticipantJoined', 'VoiceParticipantLeft', 'ChannelDeleted', 'ServerDeleted', ...PRIVATE_CALL_EVENTS, ...PERMISSION_EVENTS]);
 
 /** Member fields whose change can change what a member may do in a call. */
 const VOICE_MEMBER_FIELDS = ['roles', 'timeout', 'can_publish', 'can_receive'] as const;
@@ -110,6 +114,8 @@ export interface VoiceEnforcerDeps {
   store: EventStore;
   readModels: ReadModels;
   now: () => number;
+  /** The process's shared reader of the log, shared with the other followers (default: a subscription of its own). */
+  reader?: SharedLogReader;
 }
 
 /** A running enforcer. */
@@ -220,6 +226,9 @@ export async function startVoiceEnforcer(deps: VoiceEnforcerDeps): Promise<Voice
     cpKey,
     by: 'voice-enforcer',
     log,
+    ...(deps.reader ? { reader: deps.reader } : {}),
+    // Batches without any of these cost no Redis command (`followLog` moves the checkpoint past them in the background).
+    wants: (e) => VOICE_EVENTS.has(e.type),
     onEvents: async (events) => {
       const jobs = new Map<string, CheckJob>();
       for (const e of events) {
