@@ -15,14 +15,29 @@ import { history, mastersOf, sendMany, serverWithChannels } from './helpers/clus
 
 const skip = haveRedisClusterTools() ? false : 'redis-server and redis-cli are needed for the cluster tests';
 
+/**
+ * The group a key (without the prefix) is counted in by the comments: its hash tag's kind (the generation's main
+ * slot, its shards, the live streams by kind, each BullMQ queue, the control keys), or its first name segment.
+ */
+function groupOf(k: string): string {
+  const tag = /^\{([^}]*)\}:?([^:]*)(?::([^:]*))?/.exec(k);
+  if (!tag) return k.split(':')[0]!;
+  const [, t, a, b] = tag;
+  if (/^g\d+$/.test(t!)) return '{g<N>} main slot';
+  if (/^g\d+\./.test(t!)) return '{g<N>.<s>.<k>} shards';
+  if (t === 'live' || t!.startsWith('live.')) return `{live} ${a}`;
+  if (t!.startsWith('bull')) return `{bull} ${a}${b && a !== b ? '' : ''}`;
+  return `{${t!.replace(/[.\d]+$/, '')}}`;
+}
+
 /** Keys and bytes (MEMORY USAGE) on each master: of the read-model generation, and of everything under the prefix. */
 async function perMaster(cluster: TestCluster, s: TestService, gen: number) {
-  const out: Array<{ port: number; genKeys: number; genBytes: number; allKeys: number; allBytes: number }> = [];
+  const out: Array<{ port: number; genKeys: number; genBytes: number; allKeys: number; allBytes: number; groups: Map<string, { keys: number; bytes: number }> }> = [];
   const [main, shards] = generationPrefixes(s.prefix, gen);
   for (const m of mastersOf(cluster)) {
     const r = new Redis({ host: '127.0.0.1', port: m.port });
     try {
-      const row = { port: m.port, genKeys: 0, genBytes: 0, allKeys: 0, allBytes: 0 };
+      const row = { port: m.port, genKeys: 0, genBytes: 0, allKeys: 0, allBytes: 0, groups: new Map<string, { keys: number; bytes: number }>() };
       let cursor = '0';
       do {
         const [nextCursor, keys] = await r.scan(cursor, 'COUNT', 1000);
@@ -32,6 +47,11 @@ async function perMaster(cluster: TestCluster, s: TestService, gen: number) {
           const bytes = Number((await r.call('MEMORY', 'USAGE', k, 'SAMPLES', '0')) ?? 0);
           row.allKeys++;
           row.allBytes += bytes;
+          const g = groupOf(k.slice(s.prefix.length));
+          const e = row.groups.get(g) ?? { keys: 0, bytes: 0 };
+          e.keys++;
+          e.bytes += bytes;
+          row.groups.set(g, e);
           if (k.startsWith(main) || k.startsWith(shards)) {
             row.genKeys++;
             row.genBytes += bytes;
@@ -66,6 +86,15 @@ t.test('a 3-master cluster after 2,000 sends over 40 channels of one server: eve
     t.comment(
       `master :${r.port}: read models ${r.genKeys} keys (${pct(r.genKeys, gk)} %), ${r.genBytes} bytes (${pct(r.genBytes, gb)} %); ` +
         `everything under the prefix ${r.allKeys} keys (${pct(r.allKeys, ak)} %), ${r.allBytes} bytes (${pct(r.allBytes, ab)} %)`,
+    );
+  }
+  const groups = [...new Set(rows.flatMap((r) => [...r.groups.keys()]))].sort();
+  for (const g of groups) {
+    const keys = rows.reduce((a, r) => a + (r.groups.get(g)?.keys ?? 0), 0);
+    const bytes = rows.reduce((a, r) => a + (r.groups.get(g)?.bytes ?? 0), 0);
+    t.comment(
+      `${g}: ${keys} keys (${pct(keys, ak)} % of all), ${bytes} bytes (${pct(bytes, ab)} % of all); per master ` +
+        rows.map((r) => `:${r.port} ${r.groups.get(g)?.keys ?? 0} keys ${r.groups.get(g)?.bytes ?? 0} bytes`).join(', '),
     );
   }
   for (const r of rows) {
