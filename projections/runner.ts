@@ -89,13 +89,13 @@ export interface PartitionRunnerOptions {
  * Appends a committed batch's client events to partition `partition`'s streams, after its EXEC (on a cluster the
  * streams are in other slots than the batch). With one live shard: the partition's one stream. With several
  * (`liveShardCount`, src/readmodel/keys.ts): an event of a channel goes to its channel's live shard, and any other
- * event to every live shard, marked `b` = `<position>.<index in the batch>` (increasing within the partition) so
- * that a reader hands over its first copy only (src/gateway/streams.ts); one pipeline per live shard (a pipeline
+ * event to every live shard, marked `b` = `<generation>.<position>.<index in the batch>` (increasing within the
+ * partition's generation; a log that went back in time starts a new generation) so that a reader hands over its first copy only (src/gateway/streams.ts); one pipeline per live shard (a pipeline
  * stays in one slot), in parallel. Rejects when an append failed (the caller logs it: live delivery only).
  */
 export async function appendClientEvents(
   conn: RedisClient,
-  o: { prefix: string; partitions: number; partition: number; liveShards: number },
+  o: { prefix: string; generation: number; partitions: number; partition: number; liveShards: number },
   emitted: readonly Emitted[],
   position: bigint,
 ): Promise<void> {
@@ -119,7 +119,7 @@ export async function appendClientEvents(
     const j = liveShardOf(ev.route, o.liveShards);
     const text = JSON.stringify(ev);
     if (j >= 0) add(j, ['e', text]);
-    else for (let all = 0; all < o.liveShards; all++) add(all, ['e', text, 'b', `${position}.${k}`]);
+    else for (let all = 0; all < o.liveShards; all++) add(all, ['e', text, 'b', `${o.generation}.${position}.${k}`]);
   });
   await Promise.all(
     [...byShard].map(async ([j, entries]) => {
@@ -407,7 +407,7 @@ export class PartitionRunner {
 
   /** Appends a committed batch's client events after its EXEC (`appendClientEvents`). */
   private appendEvents(conn: RedisClient, emitted: readonly Emitted[], position: bigint): Promise<void> {
-    return appendClientEvents(conn, { prefix: this.o.prefix, partitions: this.o.partitions, partition: this.o.partition, liveShards: this.o.liveShards ?? 1 }, emitted, position);
+    return appendClientEvents(conn, { prefix: this.o.prefix, generation: this.o.generation, partitions: this.o.partitions, partition: this.o.partition, liveShards: this.o.liveShards ?? 1 }, emitted, position);
   }
 
   /** After every commit of a batch: metrics, quarantine notices, the checkpoint's announcement. */

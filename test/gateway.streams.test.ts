@@ -52,13 +52,13 @@ t.test('liveShardOf: a channel\'s events (server or private channel) in its chan
 
 t.test('appendClientEvents: a channel event in one live shard, any other event in each, marked with its position', async (t) => {
   const { redis, prefix } = await withRedis(t);
-  const o = { prefix, partitions: PARTITIONS, partition: 1, liveShards: LIVE };
+  const o = { prefix, generation: 3, partitions: PARTITIONS, partition: 1, liveShards: LIVE };
   await appendClientEvents(redis, o, [serverEvent(1), channelEvent('c1', 2), channelEvent('c2', 3)], 42n);
   const ctl = controlKeys(prefix);
   let channelEntries = 0;
   for (let j = 0; j < LIVE; j++) {
     const entries = await redis.xrange(ctl.clientEvents(PARTITIONS, 1, j, LIVE), '-', '+');
-    t.same(entries[0]![1], ['e', JSON.stringify(serverEvent(1)), 'b', '42.0'], `live shard ${j} starts with the server event, marked 42.0`);
+    t.same(entries[0]![1], ['e', JSON.stringify(serverEvent(1)), 'b', '3.42.0'], `live shard ${j} starts with the server event, marked 3.42.0 (generation, position, index)`);
     for (const [, f] of entries.slice(1)) {
       const ev = JSON.parse(f[1]!) as Emitted;
       t.equal(liveShardOf(ev.route, LIVE), j, 'a channel event is in its channel\'s live shard');
@@ -101,7 +101,7 @@ t.test('ClientEventReader over live shards: every event once, in partition order
         }
       }
       const position = BigInt((partition === 0 ? 1_000_000 : 1000) + b * 10);
-      appends.push(() => appendClientEvents(redis, { prefix, partitions: PARTITIONS, partition, liveShards: LIVE }, batch, position));
+      appends.push(() => appendClientEvents(redis, { prefix, generation: 1, partitions: PARTITIONS, partition, liveShards: LIVE }, batch, position));
     }
     // A partition appends its batches one after the other (the runner awaits each); the partitions in parallel.
     batches.push((async () => {
@@ -117,7 +117,7 @@ t.test('ClientEventReader over live shards: every event once, in partition order
       while (liveShardOf({ kind: 'channel', channelId: `end${c}` }, LIVE) !== j) c++;
       ends[partition]!.push({ route: { kind: 'channel', serverId: 'S', channelId: `end${c}` }, payload: { type: 'End', n: 0 } });
     }
-    await appendClientEvents(redis, { prefix, partitions: PARTITIONS, partition, liveShards: LIVE }, ends[partition]!, 10_000_000n);
+    await appendClientEvents(redis, { prefix, generation: 1, partitions: PARTITIONS, partition, liveShards: LIVE }, ends[partition]!, 10_000_000n);
   }
   await until('every stream read to its end', () => got.filter((e) => e.payload.type === 'End').length === 2 * LIVE, 10_000);
   const seen = got.filter((e) => e.payload.type !== 'End').map((e) => e.payload.n as number);
@@ -144,4 +144,19 @@ t.test('ClientEventReader over live shards: every event once, in partition order
     }
   }
   t.equal(checked, (n * 2) / 3, 'every channel event was checked');
+});
+
+t.test('ClientEventReader over live shards: a new generation\'s events are handed over though its positions are lower (a log that went back in time)', async (t) => {
+  const { redis, prefix } = await withRedis(t);
+  const got: QueuedEvent[] = [];
+  const reader = new ClientEventReader({ redisUrl: url, prefix, partitions: PARTITIONS, liveShards: LIVE, log: createLogger('silent'), onEvent: async (e) => void got.push(e) });
+  await reader.start();
+  t.teardown(() => reader.stop());
+  const o = { prefix, partitions: PARTITIONS, partition: 0, liveShards: LIVE };
+  await appendClientEvents(redis, { ...o, generation: 1 }, [serverEvent(1)], 5000n);
+  await until('generation 1\'s event', () => got.some((e) => e.payload.n === 1), 10_000);
+  await appendClientEvents(redis, { ...o, generation: 1 }, [serverEvent(2)], 4000n);
+  await appendClientEvents(redis, { ...o, generation: 2 }, [serverEvent(3)], 7n);
+  await until('generation 2\'s event', () => got.some((e) => e.payload.n === 3), 10_000);
+  t.same(got.map((e) => e.payload.n), [1, 3], 'within a generation a lower position is a copy already handed over; a new generation starts anew, each once');
 });

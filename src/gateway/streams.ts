@@ -8,7 +8,8 @@
  * a slot of its own (src/readmodel/keys.ts `liveTag`): live shard j of every partition is read by one XREAD on
  * a connection of its own, the live shards in parallel, and the presence stream by another. An event of a
  * channel is in its channel's live shard only; any other event is in every live shard of its partition, marked
- * `b` = `<position>.<index>` (increasing within the partition): the first copy read is handed over, the later
+ * `b` = `<generation>.<position>.<index>` (increasing within the partition; a new generation, which a log that
+ * went back in time starts, starts anew): the first copy read is handed over, the later
  * copies are skipped. Each stream holds, in the partition's order, every event that can change who receives
  * the channel events after it in that stream, so a channel event is never handed over before them.
  */
@@ -38,11 +39,16 @@ interface Group {
   ids: string[];
 }
 
-/** Whether `a` = `<position>.<index>` comes after `b` (both within one partition). */
+/**
+ * Whether mark `a` = `<generation>.<position>.<index>` comes after `b` (both of one partition): a later
+ * generation does, whatever its position (a log that went back in time starts one; during a live rebuild's swap
+ * both generations' runners may append, and a copy of the new one's may then be handed over twice).
+ */
 function after(a: string, b: string | undefined): boolean {
   if (b === undefined) return true;
-  const [ap, ak] = a.split('.');
-  const [bp, bk] = b.split('.');
+  const [ag, ap, ak] = a.split('.');
+  const [bg, bp, bk] = b.split('.');
+  if (Number(ag) !== Number(bg)) return Number(ag) > Number(bg);
   const x = BigInt(ap ?? '0');
   const y = BigInt(bp ?? '0');
   return x !== y ? x > y : Number(ak) > Number(bk);
