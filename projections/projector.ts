@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { connectionForKey, connectionsForKeys, createRedis, isCluster, type RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
-import { controlKeys, genKeys, generationPrefix, generationPrefixes, readModelIdentity, SHARDS, shardPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, genKeys, generationPrefix, generationPrefixes, liveShardCount, readModelIdentity, SHARDS, shardPrefix } from '../src/readmodel/keys.ts';
 import { deleteKeys } from './rebuild.ts';
 import { PartitionRunner } from './runner.ts';
 import type { Projection } from './types.ts';
@@ -364,7 +364,7 @@ export class Projector {
       projections: this.o.projections,
       log: this.o.log,
       rebuilding: cp === null && head !== undefined,
-      ...(isCluster(this.admin) ? { eventsRedis: this.admin, splitCommits: true } : {}),
+      ...(isCluster(this.admin) ? { eventsRedis: this.admin, splitCommits: true, liveShards: liveShardCount(true) } : {}),
       ...(shardRedis ? { shardRedis } : {}),
       onStop: (reason) => void this.onRunnerStop(i, runner, reason),
     });

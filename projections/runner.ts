@@ -12,8 +12,8 @@ import type { Logger } from 'pino';
 import type { EventStore, RecordedEvent, Subscription } from '../src/eventstore/port.ts';
 import { EVENT_SCHEMAS, isKnownEventType, upcast } from '../src/domain/events.ts';
 import { partitionOf } from '../src/partition.ts';
-import { controlKeys, genKeys, generationPrefix, SHARDS, shardPrefix } from '../src/readmodel/keys.ts';
-import { BatchTx, ValueCache, type ShardRouting } from './tx.ts';
+import { controlKeys, genKeys, generationPrefix, liveShardOf, SHARDS, shardPrefix } from '../src/readmodel/keys.ts';
+import { BatchTx, ValueCache, type Emitted, type ShardRouting } from './tx.ts';
 import type { Invalidation } from '../src/readmodel/factCache.ts';
 import type { Projection } from './types.ts';
 import { quarantineEvents, type QuarantinedEvent } from './quarantine.ts';
@@ -48,6 +48,11 @@ export interface PartitionRunnerOptions {
    * generation). Unset: inside the MULTI, on `redis`.
    */
   eventsRedis?: RedisClient;
+  /**
+   * How many live shards the client events spread over (`liveShardCount`, src/readmodel/keys.ts): on a
+   * cluster several (appended after EXEC on `eventsRedis`), otherwise 1 (the partition's one stream). Default 1.
+   */
+  liveShards?: number;
   prefix: string;
   generation: number;
   partition: number;
@@ -78,6 +83,54 @@ export interface PartitionRunnerOptions {
   shardRedis?: readonly RedisClient[];
   /** Injected fault for tests: with `splitCommits`, runs after the main slot's EXEC, before the shards'. */
   afterMainExec?: () => Promise<void> | void;
+}
+
+/**
+ * Appends a committed batch's client events to partition `partition`'s streams, after its EXEC (on a cluster the
+ * streams are in other slots than the batch). With one live shard: the partition's one stream. With several
+ * (`liveShardCount`, src/readmodel/keys.ts): an event of a channel goes to its channel's live shard, and any other
+ * event to every live shard, marked `b` = `<generation>.<position>.<index in the batch>` (increasing within the
+ * partition's generation; a log that went back in time starts a new generation) so that a reader hands over its first copy only (src/gateway/streams.ts); one pipeline per live shard (a pipeline
+ * stays in one slot), in parallel. Rejects when an append failed (the caller logs it: live delivery only).
+ */
+export async function appendClientEvents(
+  conn: RedisClient,
+  o: { prefix: string; generation: number; partitions: number; partition: number; liveShards: number },
+  emitted: readonly Emitted[],
+  position: bigint,
+): Promise<void> {
+  const ctl = controlKeys(o.prefix);
+  if (o.liveShards <= 1) {
+    const p = conn.pipeline();
+    const key = ctl.clientEvents(o.partitions, o.partition);
+    for (const ev of emitted) p.xadd(key, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(ev));
+    await p.exec();
+    return;
+  }
+  // Each live shard's stream holds about a live shard's share of the one stream's 10,000 entries, at least 1,000.
+  const maxLen = String(Math.max(1000, Math.ceil(10_000 / o.liveShards)));
+  const byShard = new Map<number, string[][]>();
+  const add = (j: number, fields: string[]) => {
+    const list = byShard.get(j);
+    if (list) list.push(fields);
+    else byShard.set(j, [fields]);
+  };
+  emitted.forEach((ev, k) => {
+    const j = liveShardOf(ev.route, o.liveShards);
+    const text = JSON.stringify(ev);
+    if (j >= 0) add(j, ['e', text]);
+    else for (let all = 0; all < o.liveShards; all++) add(all, ['e', text, 'b', `${o.generation}.${position}.${k}`]);
+  });
+  await Promise.all(
+    [...byShard].map(async ([j, entries]) => {
+      const key = ctl.clientEvents(o.partitions, o.partition, j, o.liveShards);
+      const p = conn.pipeline();
+      for (const fields of entries) p.xadd(key, 'MAXLEN', '~', maxLen, '*', ...fields);
+      const res = await p.exec();
+      const err = res?.find(([e]) => e)?.[0];
+      if (err) throw err;
+    }),
+  );
 }
 
 /** The spread record (`genKeys.spread`): batch `(f, t]` is committed in the main slot, maybe not yet in shards `v`. */
@@ -346,12 +399,15 @@ export class PartitionRunner {
     this.checkpointEvent = last.id;
     tx.commitToCache();
     if (eventsAfter && tx.emitted.length > 0) {
-      const p = eventsAfter.pipeline();
-      for (const ev of tx.emitted) p.xadd(this.eventsKey, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(ev));
       // The batch is committed: a lost append only costs live delivery (docs/ARCHITECTURE.md "Redis Cluster").
-      await p.exec().catch((err: unknown) => this.o.log.warn({ err, partition: this.o.partition }, 'client events not appended'));
+      await this.appendEvents(eventsAfter, tx.emitted, position).catch((err: unknown) => this.o.log.warn({ err, partition: this.o.partition }, 'client events not appended'));
     }
     this.committed(position, applied, seen, quarantined);
+  }
+
+  /** Appends a committed batch's client events after its EXEC (`appendClientEvents`). */
+  private appendEvents(conn: RedisClient, emitted: readonly Emitted[], position: bigint): Promise<void> {
+    return appendClientEvents(conn, { prefix: this.o.prefix, generation: this.o.generation, partitions: this.o.partitions, partition: this.o.partition, liveShards: this.o.liveShards ?? 1 }, emitted, position);
   }
 
   /** After every commit of a batch: metrics, quarantine notices, the checkpoint's announcement. */
@@ -466,9 +522,7 @@ export class PartitionRunner {
     tx.commitToCache();
     // Live events once every slot has the batch: a client that reads on an event finds what it announces.
     if (tx.emitted.length > 0 && !this.rebuilding) {
-      const p = (this.o.eventsRedis ?? r).pipeline();
-      for (const ev of tx.emitted) p.xadd(this.eventsKey, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(ev));
-      await p.exec().catch((err: unknown) => this.o.log.warn({ err, partition: this.o.partition }, 'client events not appended'));
+      await this.appendEvents(this.o.eventsRedis ?? r, tx.emitted, position).catch((err: unknown) => this.o.log.warn({ err, partition: this.o.partition }, 'client events not appended'));
     }
     this.committed(position, applied, seen, quarantined);
   }

@@ -31,7 +31,7 @@ import type { PreviewWorker } from '../workers/previews/worker.ts';
 import { BlobStore } from './media/blobs.ts';
 import type { UploadQueues } from './media/uploads.ts';
 import { RateLimiter } from './ratelimit/limiter.ts';
-import { controlKeys } from './readmodel/keys.ts';
+import { clientEventGroups, controlKeys, liveShardCount } from './readmodel/keys.ts';
 import { ReadModels } from './readmodel/reader.ts';
 import { SearchIndexer } from './search/indexer.ts';
 import { SearchIndexerThread } from './search/indexerThread.ts';
@@ -297,7 +297,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   if (config.roles.includes('worker')) {
     const [{ startRetentionSweeper }, { uploadJobs }] = await Promise.all([import('./compliance/retention.ts'), import('./compliance/uploadJobs.ts')]);
     const n = config.projectorPartitions;
-    const liveEvents = { redis, keys: Array.from({ length: n }, (_, i) => ctl.clientEvents(n, i)) };
+    const liveEvents = { redis, keys: clientEventGroups(config.redisPrefix, n, liveShardCount(isCluster(redis))).flat() };
     retentionSweeper = startRetentionSweeper({ store, readModels, blobs, log, now, previews: { redis, prefix: config.redisPrefix }, liveEvents, uploadJobs: uploadJobs(config.redisUrl, config.redisPrefix) }, config.retentionSweepIntervalMs);
   }
   let mailWorker: { close(): Promise<void> } | undefined;

@@ -10,7 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 import { createLogger } from '../src/log.ts';
 import { createRedis, type RedisClient } from '../src/redis.ts';
-import { controlKeys, generationPrefix, readModelKey } from '../src/readmodel/keys.ts';
+import { controlKeys, generationPrefix, LIVE_SHARDS, readModelKey } from '../src/readmodel/keys.ts';
 import { rebuild } from '../projections/rebuild.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import { signup, type Res, type TestUser } from './helpers/http.ts';
@@ -98,8 +98,17 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
 
   t.test('the keys are spread over the masters by their hash tags', async (t) => {
     const ctl = controlKeys(s.prefix);
-    const slots = await Promise.all([ctl.generation, generationKey(s), ctl.clientEvents(2, 0), ctl.presenceUsers].map((k) => admin.call('CLUSTER', 'KEYSLOT', k)));
-    t.equal(slots[2], slots[3], 'client events and presence share the {live} slot (one XREAD, one script)');
+    const slots = await Promise.all([ctl.generation, generationKey(s), ctl.presenceEvents, ctl.presenceUsers].map((k) => admin.call('CLUSTER', 'KEYSLOT', k)));
+    t.equal(slots[2], slots[3], 'the presence stream and hashes share the {live} slot (one script)');
+    // Live shard j of every partition's client events shares one slot (one XREAD); the live shards cover every master.
+    const ranges = (await admin.call('CLUSTER', 'SLOTS')) as Array<[number, number, [string, number]]>;
+    const masters = new Set<number>();
+    for (let j = 0; j < LIVE_SHARDS; j++) {
+      const [a, b] = (await Promise.all([ctl.clientEvents(2, 0, j), ctl.clientEvents(2, 1, j)].map((k) => admin.call('CLUSTER', 'KEYSLOT', k)))) as number[];
+      t.equal(a, b, `live shard ${j}: both partitions' streams in one slot`);
+      masters.add(ranges.find(([from, to]) => a! >= from && a! <= to)![2][1]);
+    }
+    t.equal(masters.size, 3, 'the live shards are on every master');
     t.equal(await admin.call('CLUSTER', 'KEYSLOT', generationPrefix(s.prefix, s.readModels.generation!) + 'cp:2:1'), slots[1], 'checkpoints live in their generation\'s slot');
     t.ok(await admin.exists(ctl.generation), 'the generation key is on the cluster');
   });

@@ -6,7 +6,8 @@
  * "Redis Cluster"): `{g<N>}` the generation's main slot (a partition's batch and its checkpoint commit in one
  * MULTI), `{g<N>.<s>.<k>}` shard s of the channel-spread keys (a server channel, its messages and last message
  * id: `shardOfKey`, `shardTag`), each shard with its own per-partition checkpoints, `{ctl}` the generation bookkeeping (one
- * script), `{live}` the client-event and presence streams and the presence hashes (one XREAD, one script).
+ * script), `{live}` the presence stream and hashes (one script) and on one Redis the client-event streams (one
+ * XREAD), `{live.<j>.<k>}` live shard j of the client-event streams on a cluster (`liveTag`, one XREAD each).
  * On one Redis the tags change nothing.
  */
 import { partitionOf } from '../partition.ts';
@@ -98,6 +99,61 @@ export function shardTag(gen: number, shard: number): string {
   return tags[shard]!;
 }
 
+/**
+ * How many streams each projector partition's client events spread over on a Redis Cluster (docs/
+ * ARCHITECTURE.md "Redis Cluster"): live shard j of every partition shares the tag `liveTag(j)`, so an API
+ * process reads them with one XREAD per live shard. An event of a channel goes to the live shard of its
+ * channel; any other event to every live shard of its partition (`liveShardOf`). On one Redis a partition keeps
+ * its one stream (`{live}:events:<n>:<i>`): spreading buys nothing there.
+ */
+export const LIVE_SHARDS = 16;
+
+/** The number of live shards per partition: `LIVE_SHARDS` on a cluster, 1 (the one stream) on one Redis. */
+export function liveShardCount(cluster: boolean): number {
+  return cluster ? LIVE_SHARDS : 1;
+}
+
+/**
+ * The live shard (of `liveShards`) of a client event: its channel's (a server channel's, or a private
+ * channel's with a `users` route naming it), so one channel's events stay in one stream in order; -1 for any
+ * other event, which goes to every live shard of its partition (each stream then holds, in the partition's
+ * order, every event that can change who receives a channel event, and the reader applies the first copy).
+ */
+export function liveShardOf(route: { kind: string; channelId?: string }, liveShards: number): number {
+  if (liveShards <= 1) return 0;
+  if ((route.kind === 'channel' || route.kind === 'users') && typeof route.channelId === 'string') return partitionOf(route.channelId, liveShards);
+  return -1;
+}
+
+const liveTags = new Map<number, string[]>();
+
+/** The hash tag of live shard j of `liveShards`: `live.<j>.<k>`, spread over the slots as `shardTag`. */
+export function liveTag(j: number, liveShards: number = LIVE_SHARDS): string {
+  let tags = liveTags.get(liveShards);
+  if (!tags) {
+    const width = 16384 / liveShards;
+    tags = Array.from({ length: liveShards }, (_, s) => {
+      for (let k = 0; k < 100_000; k++) {
+        const tag = `live.${s}.${k}`;
+        if (Math.floor(slotOfTag(tag) / width) === s) return tag;
+      }
+      return `live.${s}.0`;
+    });
+    liveTags.set(liveShards, tags);
+  }
+  return tags[j]!;
+}
+
+/**
+ * The client-event streams, grouped by slot: with one live shard, one group of every partition's stream
+ * (one XREAD); with several, group j holds live shard j of every partition (`groups[j][i]` is partition i's).
+ */
+export function clientEventGroups(prefix: string, partitions: number, liveShards: number): string[][] {
+  const ctl = controlKeys(prefix);
+  if (liveShards <= 1) return [Array.from({ length: partitions }, (_, i) => ctl.clientEvents(partitions, i))];
+  return Array.from({ length: liveShards }, (_, j) => Array.from({ length: partitions }, (_, i) => ctl.clientEvents(partitions, i, j, liveShards)));
+}
+
 /** Prefix of shard s's keys in generation `gen`. */
 export function shardPrefix(prefix: string, gen: number, shard: number): string {
   return `${prefix}{${shardTag(gen, shard)}}:`;
@@ -139,8 +195,12 @@ export function controlKeys(prefix: string) {
     lease: (partitions: number, i: number) => `${prefix}lease:${partitions}:${i}`,
     /** Set (with a TTL) by a projector that prefers partition i of n, so a stand-in hands it back. */
     want: (partitions: number, i: number) => `${prefix}want:${partitions}:${i}`,
-    /** Redis stream of client events produced by partition i of n (read by every API process). */
-    clientEvents: (partitions: number, i: number) => `${prefix}{live}:events:${partitions}:${i}`,
+    /**
+     * Redis stream of client events produced by partition i of n (read by every API process); with a live
+     * shard j of `liveShards` (a cluster: `liveShardCount`), that live shard's stream, in the slot of `liveTag(j)`.
+     */
+    clientEvents: (partitions: number, i: number, liveShard = -1, liveShards: number = LIVE_SHARDS) =>
+      liveShard < 0 ? `${prefix}{live}:events:${partitions}:${i}` : `${prefix}{${liveTag(liveShard, liveShards)}}:events:${partitions}:${i}`,
     /**
      * Redis stream of partition i of n's commits as the API processes' fact caches need them: one entry
      * `i` = `{g, p, q, k}` per commit (src/readmodel/factCache.ts), in the same MULTI as the checkpoint.
