@@ -87,7 +87,7 @@ const orderOf = (files) => {
   const typical = typicalOf(files);
   return JSON.stringify(Object.fromEntries(files.map((f) => f.split(path.sep).join('/')).map((f) => [f, Math.round(expected[f] ?? typical)])));
 };
-/** Times measured in this run (from tap's `ok N - file # time=…ms` lines). */
+/** Times measured in this run (from tap's `ok N - file # time=…ms` lines of the files that passed). */
 const measured = {};
 
 // tap rebuilds its test class when .taprc's plugins differ from the ones it was built with (a fresh `npm ci`
@@ -127,7 +127,8 @@ function runTap(run) {
       const counts = /^(\d+) passed, (\d+) failed$/.exec(line);
       const skipped = /^# (\d+) skipped$/.exec(line);
       const failedFiles = /^# failed files: (.*)$/.exec(line);
-      const timed = /^(?:not )?ok \d+ - (\S+\.test\.ts) # time=([\d.]+)ms/.exec(line);
+      // Only a file that passed: a file stopped by a signal (an interrupted run) reports a few ms.
+      const timed = /^ok \d+ - (\S+\.test\.ts) # time=([\d.]+)ms/.exec(line);
       if (timed) measured[timed[1]] = Math.round(Number(timed[2]));
       if (counts) {
         summary = { pass: Number(counts[1]), fail: Number(counts[2]) };
