@@ -1,10 +1,12 @@
 // `npm test`: type-checks and runs the tap suite against the Redis at REDIS_URL (a private redis-server
 // when none answers). The type check (incremental: its state is kept in node_modules/.cache) runs beside
-// the tests; when it fails, the tests are stopped and the run fails. The tests run in two runs:
-//   1. every test/**/*.test.ts except the reliability suite, files in parallel (.taprc);
-//   2. the reliability suite (test/reliability/*.test.ts), two files at a time with 1800 s per file —
-//      skipped when SKIP_RELIABILITY=1.
-// `--reliability` runs only the second; extra arguments go to tap and run only the files named
+// the tests; when it fails, the tests are stopped and the run fails. The tests run in one tap run, two files at
+// a time (.taprc `jobs`), longest first (scripts/tap-order.mjs): every test/**/*.test.ts, the reliability suite
+// (test/reliability/*.test.ts) included unless SKIP_RELIABILITY=1. One queue instead of the main suite and then
+// the reliability suite: the end of each run left one core idle while the other finished a long file (issue 40).
+// The expected times come from scripts/test-times.json (committed; a fresh clone, CI) updated by the times this
+// machine measured (node_modules/.cache/stoatish/test-times.json, written after each run).
+// `--reliability` runs only the reliability suite; extra arguments go to tap and run only the files named
 // (e.g. `npm test -- test/servers.test.ts`).
 // The reporter ends each run with `N passed, N failed`; this script turns those lines into comments and
 // ends with one `N passed, N failed` line over every run (what CI reads), after the skipped count and the
@@ -44,19 +46,49 @@ const typeChecked = new Promise((resolve) =>
   }),
 );
 
-const reliabilityFiles = () =>
-  fs.readdirSync('test/reliability').filter((f) => f.endsWith('.test.ts')).sort().map((f) => path.join('test/reliability', f));
+const testFiles = (dir) =>
+  fs.readdirSync(dir, { recursive: true }).map(String).filter((f) => f.endsWith('.test.ts')).sort().map((f) => path.join(dir, f));
+const reliabilityFiles = () => testFiles('test/reliability');
+/** What .taprc's include and exclude select: every test file but the reliability suite. */
+const mainFiles = () => testFiles('test').filter((f) => !f.startsWith(`test${path.sep}reliability${path.sep}`));
 
-/** The tap runs to make: a label, tap's extra options and the files (none: .taprc's include/exclude). */
+/** The tap runs to make: a label, tap's extra options and the files (named on tap's command line). */
 const runs = [];
 if (tapArgs.length) runs.push({ label: 'named files', extra: [], files: tapArgs });
 else {
-  if (!reliabilityOnly) runs.push({ label: 'main suite', extra: [], files: [] });
-  // The reliability files are excluded from the default run (.taprc) and run with a longer time limit: they
-  // kill and restart their own processes, flush a private Redis and time slow clients. Each has its own
-  // prefix, data directory, database and ports, so two run at a time (issue 40).
-  if (reliabilityOnly || !skipReliability) runs.push({ label: 'reliability suite', extra: ['--jobs=2', '--timeout=1800'], files: reliabilityFiles() });
+  // The reliability files are excluded from a plain tap run (.taprc): they kill and restart their own
+  // processes, flush a private Redis and time slow clients. Each has its own prefix, data directory, database
+  // and ports, so they run beside the other files, in the same queue; their time limit is .taprc's 1800 s.
+  const files = [...(reliabilityOnly ? [] : mainFiles()), ...(reliabilityOnly || !skipReliability ? reliabilityFiles() : [])];
+  runs.push({ label: reliabilityOnly ? 'reliability suite' : skipReliability ? 'main suite' : 'main and reliability suites', extra: [], files });
 }
+
+/** Expected milliseconds per file: the committed table, then what this machine measured. */
+const committedTimes = 'scripts/test-times.json';
+const measuredTimes = path.join('node_modules', '.cache', 'stoatish', 'test-times.json');
+const readTimes = (file) => {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    return {};
+  }
+};
+const expected = { ...readTimes(committedTimes), ...readTimes(measuredTimes) };
+/**
+ * A file with no time yet (a new one, or any file but the slowest in a fresh clone, whose table lists only
+ * those) is expected to take as long as the median file when most files have a time, else 10 s.
+ */
+const typicalOf = (files) => {
+  const ms = files.map((f) => expected[f.split(path.sep).join('/')]).filter((v) => typeof v === 'number').sort((a, b) => a - b);
+  return ms.length * 2 >= files.length ? ms[Math.floor(ms.length / 2)] : 10_000;
+};
+/** The order for scripts/tap-order.mjs: every file of the run with its expected time. */
+const orderOf = (files) => {
+  const typical = typicalOf(files);
+  return JSON.stringify(Object.fromEntries(files.map((f) => f.split(path.sep).join('/')).map((f) => [f, Math.round(expected[f] ?? typical)])));
+};
+/** Times measured in this run (from tap's `ok N - file # time=…ms` lines of the files that passed). */
+const measured = {};
 
 // tap rebuilds its test class when .taprc's plugins differ from the ones it was built with (a fresh `npm ci`
 // installs the default set, @tapjs/typescript included), but only *after* its runner has chosen the `--import`
@@ -84,9 +116,9 @@ const total = { pass: 0, fail: 0, skip: 0, failedFiles: [], exitCodes: [] };
 function runTap(run) {
   return new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', ...run.extra, ...run.files], {
+    const child = spawn(process.execPath, ['--import=./scripts/tap-order.mjs', 'node_modules/tap/dist/esm/run.mjs', ...run.extra, ...run.files], {
       stdio: ['inherit', 'pipe', 'inherit'],
-      env: { ...process.env, REDIS_URL: redis.url, TEST_REDIS_URL: redis.url },
+      env: { ...process.env, REDIS_URL: redis.url, TEST_REDIS_URL: redis.url, STOAT_TEST_ORDER: orderOf(run.files) },
     });
     current = child;
     let summary;
@@ -95,6 +127,9 @@ function runTap(run) {
       const counts = /^(\d+) passed, (\d+) failed$/.exec(line);
       const skipped = /^# (\d+) skipped$/.exec(line);
       const failedFiles = /^# failed files: (.*)$/.exec(line);
+      // Only a file that passed: a file stopped by a signal (an interrupted run) reports a few ms.
+      const timed = /^ok \d+ - (\S+\.test\.ts) # time=([\d.]+)ms/.exec(line);
+      if (timed) measured[timed[1]] = Math.round(Number(timed[2]));
       if (counts) {
         summary = { pass: Number(counts[1]), fail: Number(counts[2]) };
         console.log(`# ${run.label}: ${line} (${Math.round((Date.now() - started) / 1000)} s)`);
@@ -117,6 +152,9 @@ function runTap(run) {
 
 for (const run of runs) if (!typeCheckFailed) await runTap(run);
 await redis.stop();
+if (Object.keys(measured).length) {
+  fs.writeFileSync(measuredTimes, `${JSON.stringify({ ...readTimes(measuredTimes), ...measured }, null, 1)}\n`);
+}
 const tscCode = await typeChecked;
 if (tscOutput) process.stdout.write(tscOutput);
 if (tscCode !== 0) {
