@@ -277,6 +277,10 @@ t.test('postgres: running followers on one reader notice a failover that lost th
   await c.query('DELETE FROM events WHERE position > $1', [String(kept)]);
   await c.end();
   await until('the rewind recorded', async () => (await store.readStream(REWIND_STREAM)).length === 1, WAIT_MS);
+  // Each follower notices the failover at its own check (every 50 ms here): the first records the rewind, the
+  // other follows the record. New events are appended once both have resumed from the recorded head: before its
+  // check a follower still holds its stale position, which new events reuse (as with a subscription of its own).
+  await until('both followers resumed from the rewind', () => names(a.seen).includes('rewind') && names(b.seen).includes('rewind'), WAIT_MS);
   await add(store, 'n2', 'n3');
   await until('n2, n3 delivered to both', () => names(a.seen).includes('n3') && names(b.seen).includes('n3'));
   t.same(names(a.seen), ['d1', 'd2', 'd3', 'rewind', 'n2', 'n3']);
