@@ -203,8 +203,13 @@ export async function connectionForKey(url: string, lookup: RedisClient, key: st
   const range = slots.find(([from, to]) => slot >= from && slot <= to);
   if (!range) throw new Error(`CLUSTERDOWN no master serves the slot of ${key}`);
   const [host, port] = range[2];
+  return plainConnection(host === '' ? '127.0.0.1' : host, port, o);
+}
+
+/** A plain (non-cluster) connection to one node of a cluster, not yet connected, with `o`'s options. */
+function plainConnection(host: string, port: number, o: CreateRedisOptions): Redis {
   return new Redis({
-    host: host === '' ? '127.0.0.1' : host,
+    host,
     port,
     lazyConnect: true,
     ...(o.maxRetriesPerRequest !== undefined ? { maxRetriesPerRequest: o.maxRetriesPerRequest } : {}),
@@ -236,17 +241,7 @@ export async function connectionsForKeys(lookup: Cluster, keys: readonly string[
       const address = `${host}:${range[2][1]}`;
       let c = byAddress.get(address);
       if (!c) {
-        c = new Redis({
-          host,
-          port: range[2][1],
-          lazyConnect: true,
-          ...(o.maxRetriesPerRequest !== undefined ? { maxRetriesPerRequest: o.maxRetriesPerRequest } : {}),
-          ...(o.enableOfflineQueue !== undefined ? { enableOfflineQueue: o.enableOfflineQueue } : {}),
-          ...(o.connectTimeout !== undefined ? { connectTimeout: o.connectTimeout } : {}),
-          ...(o.noReconnect ? { retryStrategy: () => null } : {}),
-          ...(o.noResend ? { autoResendUnfulfilledCommands: false } : {}),
-          ...(o.connectionName ? { connectionName: o.connectionName } : {}),
-        });
+        c = plainConnection(host, range[2][1], o);
         c.on('error', () => {});
         byAddress.set(address, c);
         extra.push(c);
