@@ -18,5 +18,6 @@ import compliance from './compliance.ts';
 import footprint from './footprint.ts';
 import sealing from './sealing.ts';
 import sendDefault from './sendDefault.ts';
+import gatewayCluster from './gatewayCluster.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready, compliance, sealing, footprint, sendDefault];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready, compliance, sealing, footprint, sendDefault, gatewayCluster];
