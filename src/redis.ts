@@ -95,6 +95,12 @@ export interface CreateRedisOptions {
   connectionName?: string;
   /** Send the commands issued in one event-loop turn in one write (ioredis auto-pipelining; one Redis only). */
   autoPipelining?: boolean;
+  /**
+   * On a cluster: how often the client re-reads the slot map by itself (default 2,000 ms). Each refresh opens
+   * a new connection (CLIENT SETNAME, CLUSTER SLOTS, close), so every cluster client pays it: a client that
+   * follows MOVED and connection losses anyway (ioredis refreshes on both before it retries) can wait longer.
+   */
+  slotsRefreshMs?: number;
 }
 
 /**
@@ -130,7 +136,7 @@ export function createRedis(url: string, o: CreateRedisOptions = {}): RedisClien
     // test/redis.cluster.reshard.test.ts). Each command then follows its own MOVED/ASK.
     ...(o.autoPipelining ? { enableAutoPipelining: false } : {}),
     // Slot moves after a failover are picked up at once on MOVED; this also catches promotions seen late.
-    slotsRefreshInterval: 2000,
+    slotsRefreshInterval: o.slotsRefreshMs ?? 2000,
     redisOptions: {
       ...(o.maxRetriesPerRequest !== undefined ? { maxRetriesPerRequest: o.maxRetriesPerRequest } : {}),
       ...(o.connectTimeout !== undefined ? { connectTimeout: o.connectTimeout } : {}),
