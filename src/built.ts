@@ -9,6 +9,7 @@
  * The build keeps `import.meta.url`, `.dirname` and `.filename` meaning the source file (the build substitutes
  * them per file), so paths computed from them are the same either way; only what is started differs.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -24,10 +25,15 @@ export const ROOT = path.resolve(import.meta.dirname, '..');
 /** Where scripts/build-tests.mjs writes the build (gitignored). */
 export const BUILD_DIR = path.join(ROOT, '.build');
 
-/** The built file of a source file (absolute or relative to the root): `src/main.ts` → `<root>/.build/src/main.mjs`. */
+/**
+ * The built file of a source file (absolute or relative to the root): `src/main.ts` → `<root>/.build/src/main.mjs`.
+ * From a build it must exist: an entry a test starts is listed in scripts/build-tests.mjs (SPAWNED).
+ */
 export function builtFile(source: string): string {
   const rel = path.relative(ROOT, path.resolve(ROOT, source));
-  return path.join(BUILD_DIR, rel.replace(/\.ts$/, '.mjs'));
+  const file = path.join(BUILD_DIR, rel.replace(/\.ts$/, '.mjs'));
+  if (BUILT && !fs.existsSync(file)) throw new Error(`${rel} is not in the test build: add it to SPAWNED in scripts/build-tests.mjs`);
+  return file;
 }
 
 /** The source file a built file was made from (`<root>/.build/src/main.mjs` → `<root>/src/main.ts`); any other file as is. */
