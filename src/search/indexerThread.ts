@@ -38,7 +38,7 @@ export type IndexerThreadMessage = { active: boolean } | { caughtUp: true } | { 
  * does not reach worker threads), then imports the entry module: a second tsx start per service, ~0.9 s of
  * CPU, that the build saves (issue 40).
  */
-function threadEntry(): { entry: string | URL; eval: boolean } {
+export function indexerThreadEntry(): { entry: string | URL; eval: boolean } {
   if (BUILT) return { entry: pathToFileURL(builtFile(fileURLToPath(new URL('./indexerWorker.ts', import.meta.url)))), eval: false };
   const boot = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => {
   register();
@@ -90,7 +90,7 @@ export class SearchIndexerThread {
 
   start(): void {
     if (this.stopped) return;
-    const { entry, eval: isScript } = threadEntry();
+    const { entry, eval: isScript } = indexerThreadEntry();
     const worker = new Worker(entry, { eval: isScript, execArgv: [], workerData: this.data });
     this.worker = worker;
     this.startedAt = Date.now();
