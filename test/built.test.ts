@@ -44,7 +44,7 @@ t.test('built and source files map to each other', async (t) => {
 
 t.test('a CLI module runs its command only as the entry of its process', async (t) => {
   const accounts = pathToFileURL(path.join(ROOT, 'src/cli/accounts.ts')).href;
-  const argv1 = process.argv[1];
+  const argv1 = process.argv[1]!;
   t.teardown(() => void (process.argv[1] = argv1));
   t.notOk(isMain(accounts), 'not when a test file is the entry');
   process.argv[1] = path.join(ROOT, '.build/src/cli/accounts.mjs');
