@@ -16,8 +16,9 @@
 //   and src find fixtures, the repo root and packages (createRequire) from them, and must find the same ones.
 //   Code that must start the build's files instead uses src/built.ts (`__STOAT_BUILT__` is defined here).
 // - Files are rewritten only when their content changed, each through a rename, and files no longer built are
-//   removed: a run changes nothing under a test that is reading the build, and an unchanged tree costs only
-//   esbuild's time (~3 s for ~180 entries).
+//   removed once they are three hours old: a run changes nothing under a test that is reading the build (chunk
+//   names carry a hash of their content, so an edited module is a new chunk beside the old one), and an
+//   unchanged tree costs only esbuild's time (~3 s for ~180 entries).
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -60,6 +61,13 @@ const sourceMeta = {
     });
   },
 };
+
+/**
+ * How long a file the build no longer makes is kept (ms). A test process that started from an older build
+ * (another `npm test` in the same checkout, sources edited since) loads some chunks only later (`import()` of
+ * the workers): a chunk removed under it failed every test of the file (`ERR_MODULE_NOT_FOUND`).
+ */
+const STALE_MS = 3 * 60 * 60 * 1000;
 
 /** Writes `file` (absolute) when its content differs, through a rename (a reader never sees half a file). */
 function writeIfChanged(file, contents) {
@@ -112,8 +120,11 @@ export async function buildTests({ log = true } = {}) {
   }
   let removed = 0;
   if (fs.existsSync(BUILD_DIR)) {
+    const before = Date.now() - STALE_MS;
     for (const f of fs.readdirSync(BUILD_DIR, { recursive: true }).map((f) => path.join(BUILD_DIR, String(f)))) {
-      if (keep.has(f) || fs.statSync(f).isDirectory()) continue;
+      if (keep.has(f)) continue;
+      const stat = fs.statSync(f, { throwIfNoEntry: false });
+      if (!stat || stat.isDirectory() || stat.mtimeMs > before) continue;
       fs.rmSync(f, { force: true });
       removed++;
     }
