@@ -4,13 +4,15 @@
 // Use: `reporter:` in .taprc.
 //
 // Under `npm test` tap runs the test build (scripts/build-tests.mjs), so it names `.build/test/x.test.mjs`;
-// every line is passed on with those names back as the source's `test/x.test.ts` (what is printed, the failed
-// files, the slowest files and the times scripts/test.mjs records are all keyed by the source file).
+// a file's `# Subtest:` and `ok`/`not ok` lines are passed on with the source's name, `test/x.test.ts` (what
+// is printed, the failed files, the slowest files and the times scripts/test.mjs records are all keyed by the
+// source file). A failure's `at:` already names the `.ts` line (source maps); its `generated:` position and
+// the rest stay as they are.
 import { Transform } from 'node:stream';
 
-/** `.build/test/x.test.mjs` (as tap names a built file) → `test/x.test.ts`. */
-const BUILT_NAME = /(?<![\w/.-])(?:\.\/)?\.build\/(test\/[^\s'"`]+?)\.mjs\b/g;
-export const sourceNames = (line) => line.replace(BUILT_NAME, '$1.ts');
+/** A test file's line naming its built file: `ok 3 - .build/test/x.test.mjs …` → `ok 3 - test/x.test.ts …`. */
+const BUILT_NAME = /^(\s*(?:(?:not )?ok \d+ - |# Subtest: ))(?:\.\/)?\.build\/(test\/\S+?)\.mjs(?=\s|$)/;
+export const sourceNames = (line) => line.replace(BUILT_NAME, '$1$2.ts');
 
 export default class SummaryReporter extends Transform {
   constructor() {

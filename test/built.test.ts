@@ -103,7 +103,9 @@ t.test('test processes and their children register no processinfo module hook', 
 t.test('the reporter names built files as their sources', async (t) => {
   t.equal(sourceNames('ok 3 - .build/test/reliability/crash.test.mjs # time=12.5ms'), 'ok 3 - test/reliability/crash.test.ts # time=12.5ms');
   t.equal(sourceNames('# Subtest: ./.build/test/x.test.mjs'), '# Subtest: test/x.test.ts');
-  t.equal(sourceNames('at file:///r/.build/chunks/chunk-X.mjs:1'), 'at file:///r/.build/chunks/chunk-X.mjs:1', 'not a test file: as is');
+  t.equal(sourceNames('    not ok 2 - .build/test/x.test.mjs # time=1ms'), '    not ok 2 - test/x.test.ts # time=1ms', 'indented');
+  t.equal(sourceNames('  fileName: .build/test/x.test.mjs'), '  fileName: .build/test/x.test.mjs', "a failure's generated position: as is");
+  t.equal(sourceNames('ok 1 - .build/test/x.test.mjs.orig'), 'ok 1 - .build/test/x.test.mjs.orig', 'only a whole name');
   const reporter = new SummaryReporter();
   const out = new PassThrough();
   let text = '';
