@@ -107,6 +107,9 @@ export async function buildTests({ log = true } = {}) {
     tsconfig: path.join(ROOT, 'tsconfig.json'),
     sourcemap: 'linked',
     sourcesContent: false,
+    // Names as under tsx: bundling renames a top-level name two modules share (`log` → `log2`), and a class's or
+    // function's `.name` is read (pino's `err.type`, stack frames).
+    keepNames: true,
     define: { __STOAT_BUILT__: 'true' },
     plugins: [sourceMeta],
     write: false,
