@@ -69,6 +69,21 @@ const sourceMeta = {
  */
 const STALE_MS = 3 * 60 * 60 * 1000;
 
+/** Removes the files under `dir` that are not in `keep` (absolute paths) and older than `staleMs`; returns how many. */
+export function removeStale(dir, keep, staleMs = STALE_MS) {
+  if (!fs.existsSync(dir)) return 0;
+  const before = Date.now() - staleMs;
+  let removed = 0;
+  for (const f of fs.readdirSync(dir, { recursive: true }).map((f) => path.join(dir, String(f)))) {
+    if (keep.has(f)) continue;
+    const stat = fs.statSync(f, { throwIfNoEntry: false });
+    if (!stat || stat.isDirectory() || stat.mtimeMs > before) continue;
+    fs.rmSync(f, { force: true });
+    removed++;
+  }
+  return removed;
+}
+
 /** Writes `file` (absolute) when its content differs, through a rename (a reader never sees half a file). */
 function writeIfChanged(file, contents) {
   try {
@@ -121,17 +136,7 @@ export async function buildTests({ log = true } = {}) {
     keep.add(out.path);
     if (writeIfChanged(out.path, Buffer.from(out.contents))) written++;
   }
-  let removed = 0;
-  if (fs.existsSync(BUILD_DIR)) {
-    const before = Date.now() - STALE_MS;
-    for (const f of fs.readdirSync(BUILD_DIR, { recursive: true }).map((f) => path.join(BUILD_DIR, String(f)))) {
-      if (keep.has(f)) continue;
-      const stat = fs.statSync(f, { throwIfNoEntry: false });
-      if (!stat || stat.isDirectory() || stat.mtimeMs > before) continue;
-      fs.rmSync(f, { force: true });
-      removed++;
-    }
-  }
+  const removed = removeStale(BUILD_DIR, keep);
   const ms = Date.now() - started;
   if (log) console.log(`# test build: ${all.length} entries, ${result.outputFiles.length} files (${written} written, ${removed} removed) in ${(ms / 1000).toFixed(1)} s`);
   return { entries: all, written, removed, ms };

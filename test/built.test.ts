@@ -5,13 +5,14 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import module from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import t from 'tap';
 import { BUILD_DIR, BUILT, builtFile, isMain, moduleSpecifier, nodeArgs, ROOT, scriptNodeArgs, sourceFile } from '../src/built.ts';
 import { indexerThreadEntry } from '../src/search/indexerThread.ts';
-import { builtName, entries } from '../scripts/build-tests.mjs';
+import { builtName, entries, removeStale } from '../scripts/build-tests.mjs';
 import SummaryReporter, { sourceNames } from '../scripts/tap-summary-reporter.mjs';
 
 const SELF = path.join(ROOT, 'test', 'built.test.ts');
@@ -121,4 +122,25 @@ t.test('the reporter names built files as their sources', async (t) => {
   t.match(text, /^# failed files: test\/a\.test\.ts$/m);
   t.match(text, /^2 passed, 1 failed$/m);
   t.notMatch(text, /\.build\//, 'no built name left');
+});
+
+t.test('a file the build no longer makes is removed only once it is old (a running test may still import it)', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stoat-built-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, ageMs: number) => {
+    const f = path.join(dir, name);
+    fs.mkdirSync(path.dirname(f), { recursive: true });
+    fs.writeFileSync(f, name);
+    const at = new Date(Date.now() - ageMs);
+    fs.utimesSync(f, at, at);
+    return f;
+  };
+  const hour = 60 * 60 * 1000;
+  const kept = file('test/x.test.mjs', 5 * hour);
+  const recent = file('chunks/chunk-NEW.mjs', hour / 2);
+  const stale = file('chunks/chunk-OLD.mjs', 5 * hour);
+  t.equal(removeStale(dir, new Set([kept]), 3 * hour), 1, 'one file removed');
+  t.ok(fs.existsSync(kept), 'a file of this build stays, however old');
+  t.ok(fs.existsSync(recent), 'a file of a recent build stays');
+  t.notOk(fs.existsSync(stale), 'an old file no build makes is removed');
 });
