@@ -12,7 +12,7 @@
 // ends with one `N passed, N failed` line over every run (what CI reads), after the skipped count and the
 // failed files of all runs.
 // The tests run from a build made first (scripts/build-tests.mjs: every test file and every entry a test starts,
-// bundled by esbuild into `.build/`, in ~3 s), not through tsx: tap runs `.build/test/x.test.mjs` with no
+// bundled by esbuild into `.build/`, in 3–10 s), not through tsx: tap runs `.build/test/x.test.mjs` with no
 // loader, and the services, CLIs and indexer threads the tests start run their built files too (src/built.ts).
 // tsx's loader hooks cost ~1.7 s of CPU per process start on Node 20 (issue 40). Files are still named
 // `test/x.test.ts` everywhere (arguments, the order, the recorded times, the reporter's output).
