@@ -18,7 +18,7 @@
 // - Files are rewritten only when their content changed, each through a rename, and files no longer built are
 //   removed once they are three hours old: a run changes nothing under a test that is reading the build (chunk
 //   names carry a hash of their content, so an edited module is a new chunk beside the old one), and an
-//   unchanged tree costs only esbuild's time (~180 entries: 2.5 s quiet, up to 10 s at load average 15).
+//   unchanged tree costs only esbuild's time (~180 entries: 2.5–10 s at load averages 9–16 on the 2-core machine).
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
