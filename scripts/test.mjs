@@ -66,8 +66,7 @@ if (tapArgs.length) {
   // A named directory stands for its test files (tap would look for built files in it otherwise).
   const named = tapArgs.flatMap((a) => (!a.startsWith('-') && fs.existsSync(a) && fs.statSync(a).isDirectory() ? testFiles(a) : [a]));
   runs.push({ label: 'named files', extra: [], files: named });
-}
-else {
+} else {
   // The reliability files are excluded from a plain tap run (.taprc): they kill and restart their own
   // processes, flush a private Redis and time slow clients. Each has its own prefix, data directory, database
   // and ports, so they run beside the other files, in the same queue; their time limit is .taprc's 1800 s.
