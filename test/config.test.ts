@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import t from 'tap';
+import { nodeArgs } from '../src/built.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { TEST_REDIS_URL, tempDir, uniquePrefix, deletePrefix } from './helpers/service.ts';
 import { until, WAIT_MS } from './helpers/wait.ts';
@@ -93,7 +94,7 @@ t.test('voice settings: all three LiveKit variables exactly when voice is on', a
 
 t.test('VOICE_ENABLED without LiveKit stops the process: one line naming the variable, exit code 1', async (t) => {
   const env = { ...process.env, VOICE_ENABLED: 'true', LIVEKIT_URL: '', LIVEKIT_API_KEY: '', LIVEKIT_API_SECRET: '' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, nodeArgs('src/main.ts'), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr.on('data', (d) => (err += d));
   const code = await new Promise((r) => child.on('exit', r));
@@ -103,7 +104,7 @@ t.test('VOICE_ENABLED without LiveKit stops the process: one line naming the var
 });
 
 t.test('the process stops with that line and exit code 1', async (t) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, API_PORT: 'nope' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, nodeArgs('src/main.ts'), { env: { ...process.env, API_PORT: 'nope' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr.on('data', (d) => (err += d));
   const code = await new Promise((r) => child.on('exit', r));
@@ -120,7 +121,7 @@ t.test('SIGTERM drains in-flight requests, then exits 0', async (t) => {
     // The twenty sign-ups (scrypt each) may take longer than the default ten seconds on a loaded machine;
     // this test is about draining, not about the cut.
     SHUTDOWN_DRAIN_MS: '300000' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, nodeArgs('src/main.ts'), { env, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (d: Buffer) => {

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
+import { moduleSpecifier, scriptNodeArgs } from '../src/built.ts';
 import { SqliteEventStore } from '../src/eventstore/sqlite.ts';
 import { openEventStore } from '../src/eventstore/open.ts';
 import { loadConfig } from '../src/config.ts';
@@ -215,7 +216,7 @@ t.test('SIGKILL during appends: every acknowledged append survives', async (t) =
   const dir = tempDir(t);
   const file = path.join(dir, 'crash.sqlite');
   const script = `
-    import { SqliteEventStore } from ${JSON.stringify(path.resolve('src/eventstore/sqlite.ts'))};
+    import { SqliteEventStore } from ${JSON.stringify(moduleSpecifier('src/eventstore/sqlite.ts'))};
     const store = new SqliteEventStore(${JSON.stringify(file)});
     const meta = { actor: null, requestId: 'r', at: '1970-01-01T00:00:00.000Z', scope: 's' };
     let n = 0;
@@ -228,7 +229,7 @@ t.test('SIGKILL during appends: every acknowledged append survives', async (t) =
     }
     for (let w = 0; w < 8; w++) writer(w);
   `;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...scriptNodeArgs(), '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const acked = new Set<string>();
   let buf = '';
   child.stdout.on('data', (d: Buffer) => {

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import t from 'tap';
 import { Redis } from 'ioredis';
+import { nodeArgs } from '../src/built.ts';
 import { controlKeys } from '../src/readmodel/keys.ts';
 import { signup, type TestUser } from './helpers/http.ts';
 import { createServer, join } from './helpers/servers.ts';
@@ -26,7 +27,7 @@ async function pause(child: ChildProcess): Promise<void> {
 /** An API process of its own (a real OS process), so it can be killed. */
 function startApiProcess(env: Record<string, string>): Promise<{ child: ChildProcess; apiUrl: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, nodeArgs('src/main.ts'), {
       env: { ...process.env, ...env, ROLES: 'api', API_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

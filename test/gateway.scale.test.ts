@@ -3,6 +3,7 @@
 // pings is dropped, and a socket that never authenticates is closed.
 import t from 'tap';
 import { partitionOf } from '../src/partition.ts';
+import { nodeArgs } from '../src/built.ts';
 import { DEFAULT_PERMISSION_SERVER, Permission as P } from '../src/permissions/bits.ts';
 import { client, signup } from './helpers/http.ts';
 import { createServer, join } from './helpers/servers.ts';
@@ -145,7 +146,7 @@ t.test('SIGTERM: the process closes its sockets with 1001 and exits 0', async (t
   const prefix = uniquePrefix();
   t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
   const env = { ...process.env, API_PORT: '0', MEDIA_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, LOG_LEVEL: 'info', RATE_LIMITS: 'off' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, nodeArgs('src/main.ts'), { env, stdio: ['ignore', 'pipe', 'inherit'] });
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { moduleSpecifier, scriptNodeArgs } from '../src/built.ts';
 import { createLogger } from '../src/log.ts';
 import { createRedis, type RedisClient } from '../src/redis.ts';
 import { controlKeys, generationPrefix, LIVE_SHARDS, readModelKey } from '../src/readmodel/keys.ts';
@@ -32,11 +33,11 @@ async function within<T>(what: string, p: Promise<T>, ms = 20_000): Promise<T> {
 }
 
 /**
- * Runs `code` (an ES module, with tsx) in a child process that never calls process.exit, and waits for it to end
+ * Runs `code` (an ES module importing sources through `moduleSpecifier`: their build or tsx, src/built.ts) in a child process that never calls process.exit, and waits for it to end
  * by itself: its stdout and exit code, or 'hung' (killed) when it is still running after `ms`.
  */
 async function runToExit(code: string, env: NodeJS.ProcessEnv, ms: number): Promise<{ out: string; exited: number | 'hung' }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+  const child = spawn(process.execPath, [...scriptNodeArgs(), '--input-type=module', '-e', code], {
     cwd: path.join(import.meta.dirname, '..'),
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -199,10 +200,9 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
     // Every role, in a process of its own that never calls process.exit: it ends only when nothing is left open.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stoat-cluster-exit-'));
     t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const root = path.join(import.meta.dirname, '..');
     const code = `
-      const { loadConfig } = await import(${JSON.stringify(path.join(root, 'src/config.ts'))});
-      const { startService } = await import(${JSON.stringify(path.join(root, 'src/service.ts'))});
+      const { loadConfig } = await import(${JSON.stringify(moduleSpecifier('src/config.ts'))});
+      const { startService } = await import(${JSON.stringify(moduleSpecifier('src/service.ts'))});
       const s = await startService(loadConfig());
       console.log('roles ' + s.config.roles.join(','));
       await s.stop();
@@ -219,11 +219,10 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
     t.equal(exited, 0, 'the process exited by itself (within the 240 s hang guard)');
   });
   t.test('a client closed while its periodic slot refresh is in flight leaves no timer: the process exits (ioredis 5 re-armed it for ever)', async (t) => {
-    const root = path.join(import.meta.dirname, '..');
     for (const close of ['quit', 'disconnect'] as const) {
       // The refresh runs every 2 s; the client is closed in the turn it is seen in flight (`isRefreshing`, internal).
       const code = `
-        const { createRedis, clusterUrl } = await import(${JSON.stringify(path.join(root, 'src/redis.ts'))});
+        const { createRedis, clusterUrl } = await import(${JSON.stringify(moduleSpecifier('src/redis.ts'))});
         const c = createRedis(clusterUrl(${JSON.stringify(cluster.seeds)}));
         await new Promise((r) => c.once('ready', r));
         const started = Date.now();

@@ -17,6 +17,7 @@ import path from 'node:path';
 import t from 'tap';
 import type * as Tap from 'tap';
 import { WebSocket, WebSocketServer } from 'ws';
+import { nodeArgs } from '../src/built.ts';
 import { nginxConfig } from '../src/deploy/nginx.ts';
 import { signup } from './helpers/http.ts';
 import { png, upload } from './helpers/media.ts';
@@ -37,10 +38,10 @@ t.test('the generated configuration passes nginx -t; docker-compose.yml uses the
   const tested = nginxTest(t, conf);
   t.equal(tested.status, 0, tested.output);
   t.match(tested.output, /test is successful/);
-  const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/nginxConfig.ts', '--listen', '127.0.0.1:18080', '--api', '127.0.0.1:18081,127.0.0.1:18082', '--media-listen', '127.0.0.1:18090', '--media', '127.0.0.1:18091'], { cwd: ROOT, encoding: 'utf8' });
+  const cli = spawnSync(process.execPath, [...nodeArgs('src/cli/nginxConfig.ts'), '--listen', '127.0.0.1:18080', '--api', '127.0.0.1:18081,127.0.0.1:18082', '--media-listen', '127.0.0.1:18090', '--media', '127.0.0.1:18091'], { cwd: ROOT, encoding: 'utf8' });
   t.equal(cli.status, 0, cli.stderr);
   t.equal(cli.stdout, conf, 'the npm script prints the same text');
-  const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/nginxConfig.ts', '--listen', '127.0.0.1', '--api', 'x:1', '--media-listen', 'y:2', '--media', 'z:3'], { cwd: ROOT, encoding: 'utf8' });
+  const bad = spawnSync(process.execPath, [...nodeArgs('src/cli/nginxConfig.ts'), '--listen', '127.0.0.1', '--api', 'x:1', '--media-listen', 'y:2', '--media', 'z:3'], { cwd: ROOT, encoding: 'utf8' });
   t.same([bad.status, /--listen: "127.0.0.1" is not HOST:PORT/.test(bad.stderr)], [2, true], 'a bad address: exit 2 and one line naming it');
 
   // docker-compose.yml mounts deploy/nginx.conf, generated for the compose services' names.
@@ -48,7 +49,7 @@ t.test('the generated configuration passes nginx -t; docker-compose.yml uses the
   const command = /npm run -s nginx-config -- (.+?) > deploy\/nginx\.conf/.exec(compose);
   t.ok(command, 'docker-compose.yml names the command that wrote deploy/nginx.conf');
   const args = command![1]!.split(/\s+/);
-  const generated = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/nginxConfig.ts', ...args], { cwd: ROOT, encoding: 'utf8' });
+  const generated = spawnSync(process.execPath, [...nodeArgs('src/cli/nginxConfig.ts'), ...args], { cwd: ROOT, encoding: 'utf8' });
   t.equal(generated.status, 0, generated.stderr);
   t.equal(fs.readFileSync(path.join(ROOT, 'deploy/nginx.conf'), 'utf8'), generated.stdout, 'deploy/nginx.conf is the generator output');
   t.match(compose, /\.\/deploy\/nginx\.conf:\/etc\/stoat\/nginx\.conf:ro/, 'the nginx service mounts it');

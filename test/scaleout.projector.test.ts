@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import t from 'tap';
 import { Redis } from 'ioredis';
+import { nodeArgs } from '../src/built.ts';
 import { partitionOf } from '../src/partition.ts';
 import { controlKeys } from '../src/readmodel/keys.ts';
 import { dumpCurrent, dumpRebuild } from './helpers/servers.ts';
@@ -14,7 +15,7 @@ import { startTestService, TEST_REDIS_URL } from './helpers/service.ts';
 import { signup, type TestUser } from './helpers/http.ts';
 
 function startProjector(env: Record<string, string>, partition: number): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, nodeArgs('src/main.ts'), {
     env: { ...process.env, ...env, ROLES: 'projector', PROJECTOR_PARTITION: String(partition) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import t from 'tap';
+import { nodeArgs } from '../src/built.ts';
 import { signup } from './helpers/http.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
 import { startTestService, tempDir } from './helpers/service.ts';
@@ -227,7 +228,7 @@ t.test('one indexer per file (lease); a rebuild from zero equals the live index'
   // URL under `npm run test:cluster` is not a REDIS_URL).
   const { execFile } = await import('node:child_process');
   const out = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli/rebuildSearch.ts'], { env: { ...process.env, DATA_DIR: dir } }, (err, stdout) =>
+    execFile(process.execPath, nodeArgs('src/cli/rebuildSearch.ts'), { env: { ...process.env, DATA_DIR: dir } }, (err, stdout) =>
       err ? reject(err) : resolve(stdout),
     ),
   );

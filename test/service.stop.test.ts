@@ -5,12 +5,13 @@ import { spawn } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import t from 'tap';
+import { moduleSpecifier, scriptNodeArgs } from '../src/built.ts';
 import { deletePrefix, startTestService, tempDir, TEST_REDIS_URL, uniquePrefix } from './helpers/service.ts';
 
 const script = `
-import { loadConfig } from './src/config.ts';
-import { createLogger } from './src/log.ts';
-import { startService } from './src/service.ts';
+import { loadConfig } from ${JSON.stringify(moduleSpecifier('src/config.ts'))};
+import { createLogger } from ${JSON.stringify(moduleSpecifier('src/log.ts'))};
+import { startService } from ${JSON.stringify(moduleSpecifier('src/service.ts'))};
 const s = await startService(loadConfig(), { log: createLogger('silent') });
 const r = await fetch(s.apiUrl + '/', { keepalive: true });
 await r.text();
@@ -24,7 +25,7 @@ t.test('the process of a stopped service exits by itself', async (t) => {
   const prefix = uniquePrefix();
   t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
   const env = { ...process.env, API_PORT: '0', MEDIA_PORT: '0', HOST: '127.0.0.1', DATA_DIR: tempDir(t), REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, LOG_LEVEL: 'silent' };
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: path.join(import.meta.dirname, '..'), env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...scriptNodeArgs(), '--input-type=module', '-e', script], { cwd: path.join(import.meta.dirname, '..'), env, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const timer = setTimeout(() => child.kill('SIGKILL'), 240_000);

@@ -9,6 +9,7 @@
  *   retention set|list … the message retention policies (src/cli/accountsRetention.ts)
  */
 import { randomBytes } from 'node:crypto';
+import { isMain } from '../built.ts';
 import { loadConfig } from '../config.ts';
 import { toNewEvent } from '../domain/events.ts';
 import { newId } from '../ids.ts';
@@ -75,7 +76,7 @@ export async function runAccounts(args: string[], out: (line: string) => void = 
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMain(import.meta.url)) {
   runAccounts(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (err: unknown) => {

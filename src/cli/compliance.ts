@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
+import { isMain } from '../built.ts';
 import { writeCompliance, type ComplianceFilter, type ComplianceFormat } from '../compliance/export.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { openReadableEventStore } from '../personal/open.ts';
@@ -77,7 +78,7 @@ async function main(): Promise<number> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMain(import.meta.url)) {
   main().then(
     (code) => process.exit(code),
     (err: unknown) => {

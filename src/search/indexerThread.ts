@@ -7,8 +7,10 @@
  * a delay that doubles while threads keep dying young (`RestartBackoff`).
  */
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import { BUILT, builtFile } from '../built.ts';
 import type { StoreLocation } from '../eventstore/open.ts';
 import type { KeyStoreLocation } from '../personal/keyStore.ts';
 
@@ -31,13 +33,19 @@ export interface IndexerThreadData {
 export type IndexerThreadMessage = { active: boolean } | { caughtUp: true } | { stopped: true };
 
 /**
- * The thread's boot: registers tsx's ESM loader in the thread (the `--import tsx` of the process does not
- * reach worker threads), then imports the entry module.
+ * The thread's entry. From the test build (src/built.ts) it is the built `indexerWorker.mjs`, which needs no
+ * loader. Otherwise a boot script registers tsx's ESM loader in the thread (the `--import tsx` of the process
+ * does not reach worker threads), then imports the entry module: a second tsx start per service, ~0.9 s of
+ * CPU, that the build saves (issue 40).
  */
-const BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => {
+export function indexerThreadEntry(): { entry: string | URL; eval: boolean } {
+  if (BUILT) return { entry: pathToFileURL(builtFile(fileURLToPath(new URL('./indexerWorker.ts', import.meta.url)))), eval: false };
+  const boot = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => {
   register();
   return import(${JSON.stringify(new URL('./indexerWorker.ts', import.meta.url).href)});
 });`;
+  return { entry: boot, eval: true };
+}
 
 /** Shortest time between two wake-ups sent to the thread (ms). */
 const WAKE_MS = 5;
@@ -82,7 +90,8 @@ export class SearchIndexerThread {
 
   start(): void {
     if (this.stopped) return;
-    const worker = new Worker(BOOT, { eval: true, execArgv: [], workerData: this.data });
+    const { entry, eval: isScript } = indexerThreadEntry();
+    const worker = new Worker(entry, { eval: isScript, execArgv: [], workerData: this.data });
     this.worker = worker;
     this.startedAt = Date.now();
     worker.on('message', (m: IndexerThreadMessage) => {

@@ -1,5 +1,9 @@
-/** Runs an operator tool (`npm run events -- …` by default: the CLI file directly) as a child process for tests. */
+/**
+ * Runs an operator tool (`npm run events -- …` by default: the CLI file directly, its build under `npm test`,
+ * else through tsx: src/built.ts) as a child process for tests.
+ */
 import { spawn } from 'node:child_process';
+import { nodeArgs } from '../../src/built.ts';
 
 /** Output of one run. */
 export interface CliRun {
@@ -19,7 +23,7 @@ export function runCli(
   opts: { until?: (out: string) => boolean; onStderr?: (err: string) => void; script?: string } = {},
 ): Promise<CliRun> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', opts.script ?? 'src/cli/events.ts', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...nodeArgs(opts.script ?? 'src/cli/events.ts'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     const guard = setTimeout(() => child.kill('SIGKILL'), 240_000);

@@ -1,11 +1,12 @@
 /**
- * Service roles as real OS processes, for multi-process tests: `node --import tsx src/main.ts` with the
- * environment given (on top of the test's own), its URLs read from its `service started` log line (so
+ * Service roles as real OS processes, for multi-process tests: `src/main.ts` (its build under `npm test`, else
+ * through tsx: src/built.ts) with the environment given (on top of the test's own), its URLs read from its `service started` log line (so
  * LOG_LEVEL must let info through), killed with SIGKILL at teardown.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
+import { nodeArgs } from '../../src/built.ts';
 import type { Teardownable } from './service.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -42,7 +43,7 @@ export function exited(child: ChildProcess): Promise<void> {
  * a loaded machine, issue 40). It is SIGKILLed at teardown if still running.
  */
 export function startRoleProcess(t: Teardownable, env: Record<string, string>, timeoutMs = 300_000): Promise<RoleProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, nodeArgs('src/main.ts'), {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],

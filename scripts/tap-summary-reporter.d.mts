@@ -1,0 +1,3 @@
+import { Transform } from 'node:stream';
+export function sourceNames(line: string): string;
+export default class SummaryReporter extends Transform {}
