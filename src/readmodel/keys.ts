@@ -25,8 +25,12 @@ import { partitionOf } from '../partition.ts';
  *    which the retention sweep walks) are kept from the log's start, so an older generation is rebuilt.
  * 5: a server channel (`channel:<id>`), its history and `lastmsg:<id>` moved out of the generation's slot into
  *    one of `SHARDS` shards (`{g<N>.<s>.<k>}`, s from the channel id), so a Redis Cluster spreads them over its masters.
+ * 6: each projector partition keeps its checkpoint, checkpoint event, ready mark, quarantine and spread record in
+ *    a home slot of its own (`{g<N>.p<n>.<i>.<k>}`, `homeTag`) instead of the generation's main slot, which becomes
+ *    one more secondary slot with a per-partition checkpoint; `channel:<id>:files` moved into its channel's shard and
+ *    `retention:channels` became one piece per shard (`retention:channels:<s>`, merged on read).
  */
-export const READ_MODEL_LAYOUT = 5;
+export const READ_MODEL_LAYOUT = 6;
 
 /**
  * How many shards a generation spreads its channel-keyed read models over (docs/ARCHITECTURE.md "Redis
@@ -50,10 +54,26 @@ export function shardOfKey(logical: string): number {
   if (logical.startsWith('channel:')) {
     const end = logical.indexOf(':', 8);
     if (end < 0) return shardOf(logical.slice(8));
-    if (end === logical.length - 8 && logical.endsWith(':history')) return shardOf(logical.slice(8, end));
+    const rest = logical.slice(end + 1);
+    if (rest === 'history' || rest === 'files') return shardOf(logical.slice(8, end));
+    return MAIN_SLOT;
   }
-  return -1;
+  // A piece of a key several partitions write, merged on read: its shard is in its name.
+  if (logical.startsWith('retention:channels:')) {
+    const s = Number(logical.slice(19));
+    if (Number.isInteger(s) && s >= 0 && s < SHARDS) return s;
+  }
+  return MAIN_SLOT;
 }
+
+/**
+ * The slots a partition's batch writes, by their number in `shardOfKey`, `ShardRouting` and the spread record:
+ * 0 … SHARDS-1 the shards, `MAIN_SLOT` the generation's main slot `{g<N>}`, `HOME_SLOT` the partition's home
+ * slot (its checkpoint, spread record, ready mark and quarantine: `partitionKeys`).
+ */
+export const MAIN_SLOT = -1;
+/** The partition's home slot (see `MAIN_SLOT`). */
+export const HOME_SLOT = -2;
 
 /** CRC16 (XMODEM) table: Redis Cluster's key slot is CRC16 of the hash tag mod 16384. */
 const CRC16 = (() => {
@@ -97,6 +117,61 @@ export function shardTag(gen: number, shard: number): string {
     shardTags.set(gen, tags);
   }
   return tags[shard]!;
+}
+
+const homeTags = new Map<string, string[]>();
+
+/**
+ * The hash tag of partition i of n's home slot in generation `gen`: `g<N>.p<n>.<i>.<k>`, the first k whose slot
+ * falls in the i-th of n equal ranges of the 16,384 slots (as `shardTag`), so a cluster whose masters own equal
+ * ranges of slots holds equal numbers of partitions' checkpoints. Under `<prefix>{g<N>.` like the shards, so
+ * deleting a generation (`generationPrefixes`) deletes the home slots too.
+ */
+export function homeTag(gen: number, partitions: number, i: number): string {
+  const id = `${gen}:${partitions}`;
+  let tags = homeTags.get(id);
+  if (!tags) {
+    const width = 16384 / partitions;
+    tags = Array.from({ length: partitions }, (_, p) => {
+      for (let k = 0; k < 100_000; k++) {
+        const tag = `g${gen}.p${partitions}.${p}.${k}`;
+        if (Math.floor(slotOfTag(tag) / width) === p) return tag;
+      }
+      return `g${gen}.p${partitions}.${p}.0`;
+    });
+    if (homeTags.size > 16) homeTags.clear();
+    homeTags.set(id, tags);
+  }
+  return tags[i]!;
+}
+
+/** Prefix of partition i of n's home-slot keys in generation `gen`. */
+export function homePrefix(prefix: string, gen: number, partitions: number, i: number): string {
+  return `${prefix}{${homeTag(gen, partitions, i)}}:`;
+}
+
+/**
+ * The full keys of partition i of n's bookkeeping in generation `gen`, all in its home slot (`genKeys` names
+ * them), so its batch's first MULTI (WATCH on the checkpoint) and a reader's MGET of checkpoint and spread record
+ * stay in one slot.
+ */
+export function partitionKeys(prefix: string, gen: number, partitions: number, i: number) {
+  const p = homePrefix(prefix, gen, partitions, i);
+  return {
+    checkpoint: p + genKeys.checkpoint(partitions, i),
+    checkpointEvent: p + genKeys.checkpointEvent(partitions, i),
+    caughtUp: p + genKeys.caughtUp(partitions, i),
+    quarantine: p + genKeys.quarantine(partitions, i),
+    spread: p + genKeys.spread(partitions, i),
+  };
+}
+
+/**
+ * The full key of partition i of n's checkpoint in a secondary slot of generation `gen` (a shard, or
+ * `MAIN_SLOT`): the position up to which its writes to that slot are applied.
+ */
+export function slotCheckpointKey(prefix: string, gen: number, partitions: number, i: number, slot: number): string {
+  return (slot === MAIN_SLOT ? generationPrefix(prefix, gen) : shardPrefix(prefix, gen, slot)) + genKeys.shardCheckpoint(partitions, i);
 }
 
 /**
@@ -160,11 +235,17 @@ export function shardPrefix(prefix: string, gen: number, shard: number): string 
 }
 
 /**
- * The prefixes under which generation `gen` keeps its keys: the main slot's, then the start every shard's
- * prefix shares (`<prefix>{g<N>.`; no other generation's keys start so). Deleting a generation deletes both.
+ * The prefixes under which generation `gen` keeps its keys: the main slot's, then the start every shard's and
+ * home slot's prefix shares (`<prefix>{g<N>.`; no other generation's keys start so). Deleting a generation
+ * deletes both.
  */
 export function generationPrefixes(prefix: string, gen: number): [string, string] {
   return [generationPrefix(prefix, gen), `${prefix}{g${gen}.`];
+}
+
+/** Every piece of `rm.messageChannels`, to be read together (a union). */
+export function messageChannelPieces(): string[] {
+  return Array.from({ length: SHARDS }, (_, s) => rm.messageChannels(s));
 }
 
 /** Full key of a logical read-model key in generation `gen` (in its shard when it is spread). */
@@ -222,9 +303,12 @@ export function generationPrefix(prefix: string, gen: number): string {
   return `${prefix}{g${gen}}:`;
 }
 
-/** Per-generation bookkeeping keys (below the generation prefix). */
+/**
+ * Per-generation bookkeeping keys of partition i of n: below its home prefix (`partitionKeys`), except
+ * `shardCheckpoint`, which is below each secondary slot's prefix (`slotCheckpointKey`).
+ */
 export const genKeys = {
-  /** Checkpoint (global position, decimal) of partition i of n. */
+  /** Checkpoint (global position, decimal) of partition i of n: everything up to it is in its home slot. */
   checkpoint: (partitions: number, i: number) => `cp:${partitions}:${i}`,
   /**
    * Id of the event at partition i of n's checkpoint, written in the checkpoint's MULTI: the projector resumes
@@ -239,14 +323,16 @@ export const genKeys = {
    */
   quarantine: (partitions: number, i: number) => `quarantine:${partitions}:${i}`,
   /**
-   * Below a shard's prefix (`shardPrefix`): the position up to which partition i of n's writes to that shard
-   * are applied (written in the same MULTI as those writes).
+   * Below a secondary slot's prefix (a shard's, `shardPrefix`, or the main slot's, `generationPrefix`): the
+   * position up to which partition i of n's writes to that slot are applied (written in the same MULTI as those
+   * writes; only with split commits, on a cluster). Another tag than the home checkpoint, so no collision.
    */
   shardCheckpoint: (partitions: number, i: number) => `cp:${partitions}:${i}`,
   /**
-   * On a cluster, JSON `{f, t, v}` while partition i of n's batch `(f, t]` is committed in its main slot but
-   * maybe not yet in the shards `v` (written in the main MULTI, removed once every shard committed): the
-   * runner resumes from `f` and readers treat `f` as the partition's position (`projections/runner.ts`).
+   * On a cluster, JSON `{f, t, v}` while partition i of n's batch `(f, t]` is committed in its home slot but
+   * maybe not yet in the secondary slots `v` (shard numbers, `MAIN_SLOT` = -1 for the main slot; written in the
+   * home MULTI, removed once every slot committed): the runner resumes from `f` and readers treat `f` as the
+   * partition's position (`projections/runner.ts`).
    */
   spread: (partitions: number, i: number) => `spread:${partitions}:${i}`,
 };
@@ -401,8 +487,12 @@ export const rm = {
   instanceAuditIndex: () => 'instance:audit:index',
   /** The retention policies (`RetentionPolicies` JSON, projection `retention`). */
   retentionPolicies: () => 'retention:policies',
-  /** Set of every channel a message was ever sent in: the channels the retention sweep looks at. */
-  messageChannels: () => 'retention:channels',
+  /**
+   * Set of every channel of shard s (`shardOf`) a message was ever sent in: the channels the retention sweep
+   * looks at, in one piece per shard (every partition SADDs to it, so a single set would tie every send's
+   * batch to the main slot); the sweep reads the union of the `SHARDS` pieces (`messageChannelPieces`).
+   */
+  messageChannels: (shard: number) => `retention:channels:${shard}`,
 
   /** ServerVoiceState JSON: who is in which voice channel of the server, with the `voice-<id>` revision (projection `voice`). */
   serverVoice: (serverId: string) => `voice:${serverId}`,
