@@ -9,7 +9,7 @@ import { Permission as P, DEFAULT_PERMISSION_SERVER } from '../src/permissions/b
 import { client, signup, type TestUser } from './helpers/http.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
 import { createLogger } from '../src/log.ts';
-import { controlKeys, genKeys } from '../src/readmodel/keys.ts';
+import { controlKeys } from '../src/readmodel/keys.ts';
 import { startService } from '../src/service.ts';
 import { deletePrefix, startTestService, testConfig, waitServing, type TestService } from './helpers/service.ts';
 import { connectReady, connectWs, type Frame, type WsClient } from './helpers/ws.ts';
@@ -550,7 +550,7 @@ t.test('gateway', async (t) => {
   });
 
   t.test('while the read models cannot serve, a connection gets InternalError, not InvalidSession', async (t) => {
-    const readyKey = s.readModels.key(genKeys.caughtUp(s.config.projectorPartitions, 0));
+    const readyKey = s.readModels.partition(0).caughtUp;
     await s.redis.del(readyKey);
     t.teardown(() => s.redis.set(readyKey, '1'));
     // `serving()` caches its answer for a quarter of a second.
