@@ -123,22 +123,27 @@ const homeTags = new Map<string, string[]>();
 
 /**
  * The hash tag of partition i of n's home slot in generation `gen`: `g<N>.p<n>.<i>.<k>`, the first k whose slot
- * falls in the i-th of n equal ranges of the 16,384 slots (as `shardTag`), so a cluster whose masters own equal
- * ranges of slots holds equal numbers of partitions' checkpoints. Under `<prefix>{g<N>.` like the shards, so
- * deleting a generation (`generationPrefixes`) deletes the home slots too.
+ * falls near the middle of the i-th of n equal ranges of the 16,384 slots (within an eighth of the range's
+ * width; else anywhere in it), so a cluster whose masters own equal ranges of slots holds equal numbers of
+ * partitions' checkpoints, and few partitions still land on different masters (2 partitions on 3 masters: the
+ * first and the last). Under `<prefix>{g<N>.` like the shards, so deleting a generation (`generationPrefixes`)
+ * deletes the home slots too.
  */
 export function homeTag(gen: number, partitions: number, i: number): string {
   const id = `${gen}:${partitions}`;
   let tags = homeTags.get(id);
   if (!tags) {
     const width = 16384 / partitions;
-    tags = Array.from({ length: partitions }, (_, p) => {
+    const find = (p: number, near: number): string | undefined => {
+      const centre = (p + 0.5) * width;
       for (let k = 0; k < 100_000; k++) {
         const tag = `g${gen}.p${partitions}.${p}.${k}`;
-        if (Math.floor(slotOfTag(tag) / width) === p) return tag;
+        const slot = slotOfTag(tag);
+        if (Math.floor(slot / width) === p && Math.abs(slot + 0.5 - centre) <= near) return tag;
       }
-      return `g${gen}.p${partitions}.${p}.0`;
-    });
+      return undefined;
+    };
+    tags = Array.from({ length: partitions }, (_, p) => find(p, width / 8) ?? find(p, width) ?? `g${gen}.p${partitions}.${p}.0`);
     if (homeTags.size > 16) homeTags.clear();
     homeTags.set(id, tags);
   }
