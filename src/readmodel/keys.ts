@@ -3,9 +3,12 @@
  * (`<prefix>{g<N>}:`) so a rebuild can fill fresh keys and swap them in; control keys do not.
  *
  * Hash tags (`{…}`) keep every multi-key operation inside one Redis Cluster slot (docs/ARCHITECTURE.md
- * "Redis Cluster"): `{g<N>}` the generation's main slot (a partition's batch and its checkpoint commit in one
- * MULTI), `{g<N>.<s>.<k>}` shard s of the channel-spread keys (a server channel, its messages and last message
- * id: `shardOfKey`, `shardTag`), each shard with its own per-partition checkpoints, `{ctl}` the generation bookkeeping (one
+ * "Redis Cluster"): `{g<N>.p<n>.<i>.<k>}` partition i of n's home slot (its checkpoint, spread record, ready mark
+ * and quarantine: every batch's first MULTI, WATCH on the checkpoint; `homeTag`, `partitionKeys`), `{g<N>}` the
+ * generation's main slot (every read model not in a shard), `{g<N>.<s>.<k>}` shard s of the channel-spread keys (a
+ * server channel, its messages, last message id and files, and piece s of the retention channel set:
+ * `shardOfKey`, `shardTag`); the main slot and each shard hold a per-partition checkpoint of their own
+ * (`slotCheckpointKey`), so any partition writes any of them exactly once; `{ctl}` the generation bookkeeping (one
  * script), `{live}` the presence stream and hashes (one script) and on one Redis the client-event streams (one
  * XREAD), `{live.<j>.<k>}` live shard j of the client-event streams on a cluster (`liveTag`, one XREAD each).
  * On one Redis the tags change nothing.
