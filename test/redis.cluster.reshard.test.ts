@@ -46,6 +46,11 @@ t.test('slots moved between masters during sends (redis-cli --cluster reshard): 
   await moveSlot(cluster, mainSlot, masters.find((m) => m.port !== mainFrom)!.port);
   const mainTo = await cluster.masterOf(slotKeys[0]!);
   t.not(mainTo, mainFrom, 'the main slot changed masters');
+  // Then partition 0's home slot (its checkpoint and spread record: every batch of it commits there first).
+  const homeKey = partitionKeys(s.prefix, gen, 2, 0).checkpoint;
+  const homeFrom = await cluster.masterOf(homeKey);
+  await moveSlot(cluster, Number(await admin.call('CLUSTER', 'KEYSLOT', homeKey)), masters.find((m) => m.port !== homeFrom)!.port);
+  t.not(await cluster.masterOf(homeKey), homeFrom, "partition 0's home slot changed masters");
   // redis-cli moves a source's lowest slots first, so three moves round the ring (0→1, 1→2, 2→0) can carry the
   // same 2,000 slots home again: the moves go on until some shards' slots ended on another master too.
   let mastersAfter = mastersBefore;
