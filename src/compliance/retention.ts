@@ -110,6 +110,15 @@ async function serverOf(reader: ReadModels, channel: string): Promise<string | n
   return undefined;
 }
 
+/**
+ * Every channel a message was ever sent in: the union of the shards' pieces of `retention:channels`. The pieces
+ * are read one by one, not as one snapshot: a channel added to a piece after it was read waits for the next run,
+ * as one added after the single set's read did (the pieces only grow).
+ */
+export async function sentChannels(readModels: Pick<ReadModels, 'smembers'>): Promise<string[]> {
+  return [...new Set((await Promise.all(messageChannelPieces().map((k) => readModels.smembers(k)))).flat())];
+}
+
 /** One run of the sweep at `deps.now()`. */
 export async function sweepRetention(deps: RetentionSweepDeps, batch = RETENTION_BATCH): Promise<RetentionSweepResult> {
   const out: RetentionSweepResult = { erased: [], held: [], shredded: [], conflicts: 0 };
@@ -130,10 +139,7 @@ export async function sweepRetention(deps: RetentionSweepDeps, batch = RETENTION
     list.push({ subject, start: b.start, end: b.end });
     buckets.set(b.channel, list);
   }
-  // The pieces are read one by one, not as one snapshot: a channel added to a piece after it was read waits for the
-  // next run, as one added after the single set's read did.
-  const sent = (await Promise.all(messageChannelPieces().map((k) => deps.readModels.smembers(k)))).flat();
-  const channels = [...new Set([...sent, ...buckets.keys()])].sort();
+  const channels = [...new Set([...(await sentChannels(deps.readModels)), ...buckets.keys()])].sort();
   for (const channel of channels) {
     const server = await serverOf(deps.readModels, channel);
     // A deleted channel's server is not known any more: its own override, else the instance default.
