@@ -33,6 +33,9 @@ async function execWatched(m: { exec(): Promise<Array<[Error | null, unknown]> |
   return true;
 }
 
+/** One buffered Redis command of a batch (`BatchTx.ops`). */
+type Op = [string, ...Array<string | number>];
+
 /** Why a runner stopped on its own. */
 export type StopReason = 'checkpoint-lost' | 'error';
 
@@ -140,7 +143,7 @@ export async function appendClientEvents(
 
 /**
  * The spread record (`genKeys.spread`): batch `(f, t]` is committed in the home slot, maybe not yet in the
- * secondary slots `v` (shards, and `MAIN_SLOT` for the main slot).
+ * secondary slots `v` (shards, and `MAIN_SLOT` for the main slot), whose commands are in `genKeys.redo`.
  */
 interface SpreadRecord {
   f: string | null;
@@ -159,6 +162,7 @@ export class PartitionRunner {
   private readonly invKey: string;
   private readonly spreadKey: string;
   private readonly quarantineKey: string;
+  private readonly redoKey: string;
   /**
    * With `splitCommits`: the partition's checkpoint in each secondary slot, a shard or `MAIN_SLOT` (absent: it
    * never wrote there).
@@ -189,6 +193,7 @@ export class PartitionRunner {
     this.readyKey = home.caughtUp;
     this.spreadKey = home.spread;
     this.quarantineKey = home.quarantine;
+    this.redoKey = home.redo;
     this.eventsKey = controlKeys(o.prefix).clientEvents(o.partitions, o.partition);
     this.invKey = controlKeys(o.prefix).invalidations(o.partitions, o.partition);
     // Where each key of a batch lives. Without split commits everything is one MULTI: no slot checkpoints,
@@ -229,15 +234,20 @@ export class PartitionRunner {
     const [raw, rawEvent, rawSpread] = await this.o.redis.mget(this.cpKey, this.cpEventKey, this.spreadKey);
     this.checkpoint = raw === null || raw === undefined ? undefined : BigInt(raw);
     this.checkpointEvent = this.checkpoint === undefined ? undefined : (rawEvent ?? undefined);
-    let after = this.checkpoint;
+    const after = this.checkpoint;
     if (this.o.splitCommits) {
       await this.loadShardCheckpoints();
       if (rawSpread !== null && rawSpread !== undefined) {
         // The last batch committed in the home slot may be missing from some secondary slots (a crash between
-        // the commits): replay it from its start. Each slot drops the writes it already has (`ShardRouting.done`).
+        // the commits): its recorded commands are applied to those slots before anything else.
         this.spread = rawSpread;
-        const sp = JSON.parse(rawSpread) as SpreadRecord;
-        if (!this.spreadDone(sp)) after = sp.f === null ? undefined : BigInt(sp.f);
+        try {
+          if (!(await this.repair(JSON.parse(rawSpread) as SpreadRecord))) return;
+        } catch (err) {
+          // A storage error (a slot that moved, a lost connection): the owner starts the partition again.
+          this.fail(err);
+          return;
+        }
       }
     }
     this.o.log.info(
@@ -251,6 +261,48 @@ export class PartitionRunner {
       onCaughtUp: () => void this.onCaughtUp(),
       onError: (err) => this.fail(err),
     });
+  }
+
+  /**
+   * Finishes the batch an open spread record names: each slot of `v` whose checkpoint there is below `t` gets the
+   * commands the batch recorded for it (`genKeys.redo`), with its checkpoint, in one MULTI WATCHed like any
+   * commit; then the record and the log go. The commands are applied as they were computed the first time, so
+   * no event is replayed and no read can see a slot that is already ahead. False when the runner lost a race (it
+   * stopped).
+   */
+  private async repair(sp: SpreadRecord): Promise<boolean> {
+    const t = BigInt(sp.t);
+    if (!this.spreadDone(sp)) {
+      const redo = await this.o.redis.hgetall(this.redoKey);
+      const lost: string[] = [];
+      // `v` is sorted: the main slot (-1) before the shards, as in a commit.
+      for (const s of sp.v) {
+        if ((this.shardCps.get(s) ?? -1n) >= t) continue;
+        const raw = redo[String(s)];
+        if (raw === undefined) throw new Error(`partition ${this.o.partition}'s spread record names slot ${s} but its redo log has no commands for it`);
+        await this.commitSlot(this.routing.conn(s), s, JSON.parse(raw) as Op[], t, lost);
+        if (lost.length > 0) {
+          this.lose(lost[0]!);
+          return false;
+        }
+      }
+      this.o.log.warn({ partition: this.o.partition, generation: this.o.generation, batch: sp }, 'projector partition finished a batch a crash had left half committed');
+    }
+    await this.clearSpread();
+    return true;
+  }
+
+  /** Removes the spread record and its redo log, unless another runner wrote its own since. */
+  private async clearSpread(): Promise<void> {
+    if (this.spread === undefined) return;
+    await this.o.redis.eval(
+      `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1], KEYS[2]) end return 0`,
+      2,
+      this.spreadKey,
+      this.redoKey,
+      this.spread,
+    );
+    this.spread = undefined;
   }
 
   /** Reads the partition's checkpoint in every secondary slot: the shards and the main slot. */
@@ -437,58 +489,54 @@ export class PartitionRunner {
 
   /**
    * The cluster's commit (docs/ARCHITECTURE.md "Redis Cluster"): in the partition's home slot (WATCH on its
-   * checkpoint) one MULTI with the new checkpoint, the quarantine records and a spread record naming the secondary
-   * slots still to commit; then the main slot's writes with the partition's checkpoint there, then each shard's
-   * writes with its checkpoint there, one MULTI per slot (WATCH on that checkpoint); then the spread record goes.
-   * A crash in between leaves the record: the next runner replays the batch and each slot drops what it has.
+   * checkpoint) one MULTI with the new checkpoint, the quarantine records, a spread record naming the secondary
+   * slots the batch wrote and a redo log of its commands for each of them; then the main slot's writes with the
+   * partition's checkpoint there, then each shard's writes with its checkpoint there, one MULTI per slot (WATCH on
+   * that checkpoint); then the record and the log go. A crash in between leaves them: the next runner applies the
+   * logged commands to the slots that lack the batch (`repair`).
    */
   private async commitSplit(tx: BatchTx, last: RecordedEvent, applied: number, seen: number, quarantined: readonly QuarantinedEvent[]): Promise<void> {
     const position = last.position;
     await this.o.beforeExec?.();
     const r = this.o.redis;
-    const bySlot = new Map<number, number[]>();
+    const bySlot = new Map<number, Op[]>();
     tx.opShards.forEach((s, i) => {
       const list = bySlot.get(s);
-      if (list) list.push(i);
-      else bySlot.set(s, [i]);
+      if (list) list.push(tx.ops[i]!);
+      else bySlot.set(s, [tx.ops[i]!]);
     });
-    // MAIN_SLOT (-1) sorts first: the main slot commits before the shards (the replay rule in ARCHITECTURE.md).
+    // MAIN_SLOT (-1) sorts first: the main slot commits before the shards.
     const slots = [...bySlot.keys()].sort((a, b) => a - b);
     const mine = this.checkpoint === undefined ? null : this.checkpoint.toString();
-    // A replay below the checkpoint has nothing for the home slot (its writes are the checkpoint's own).
-    if (this.checkpoint === undefined || position > this.checkpoint) {
-      await r.watch(this.cpKey);
-      const current = await r.get(this.cpKey);
-      if (current !== mine) {
-        await r.unwatch();
-        this.lose(`checkpoint is ${current ?? 'missing'}, expected ${mine ?? 'missing'}`);
-        return;
-      }
-      const m = r.multi();
-      for (const q of quarantined) m.hset(this.quarantineKey, q.position, JSON.stringify(q));
-      // The record covers this batch and any earlier one whose slots have not all committed yet.
-      const prev = this.spread === undefined ? undefined : (JSON.parse(this.spread) as SpreadRecord);
-      const open = prev && !this.spreadDone(prev) ? prev : undefined;
-      let record: string | undefined;
-      if (slots.length > 0 || open) {
-        const v = [...new Set([...slots, ...(open ? open.v.filter((s) => (this.shardCps.get(s) ?? -1n) < BigInt(open.t)) : [])])].sort((a, b) => a - b);
-        record = JSON.stringify({ f: open ? open.f : mine, t: position.toString(), v } satisfies SpreadRecord);
-        m.set(this.spreadKey, record);
-      } else if (this.spread !== undefined) m.del(this.spreadKey);
-      m.set(this.cpKey, position.toString());
-      m.set(this.cpEventKey, last.id);
-      if (!(await execWatched(m))) {
-        this.lose('checkpoint changed during the commit');
-        return;
-      }
-      this.checkpoint = position;
-      this.checkpointEvent = last.id;
-      this.spread = record;
-      await this.o.afterHomeExec?.();
+    await r.watch(this.cpKey);
+    const current = await r.get(this.cpKey);
+    if (current !== mine) {
+      await r.unwatch();
+      this.lose(`checkpoint is ${current ?? 'missing'}, expected ${mine ?? 'missing'}`);
+      return;
     }
+    const m = r.multi();
+    for (const q of quarantined) m.hset(this.quarantineKey, q.position, JSON.stringify(q));
+    let record: string | undefined;
+    if (slots.length > 0) {
+      record = JSON.stringify({ f: mine, t: position.toString(), v: slots } satisfies SpreadRecord);
+      m.set(this.spreadKey, record);
+      m.del(this.redoKey);
+      m.hset(this.redoKey, ...slots.flatMap((s) => [String(s), JSON.stringify(bySlot.get(s)!)]));
+    } else if (this.spread !== undefined) m.del(this.spreadKey, this.redoKey);
+    m.set(this.cpKey, position.toString());
+    m.set(this.cpEventKey, last.id);
+    if (!(await execWatched(m))) {
+      this.lose('checkpoint changed during the commit');
+      return;
+    }
+    this.checkpoint = position;
+    this.checkpointEvent = last.id;
+    this.spread = record;
+    await this.o.afterHomeExec?.();
     const lost: string[] = [];
     if (bySlot.has(MAIN_SLOT) && !this.stopped) {
-      await this.commitSlot(this.routing.conn(MAIN_SLOT), MAIN_SLOT, bySlot.get(MAIN_SLOT)!, tx, position, lost);
+      await this.commitSlot(this.routing.conn(MAIN_SLOT), MAIN_SLOT, bySlot.get(MAIN_SLOT)!, position, lost);
       if (lost.length > 0) {
         this.lose(lost[0]!);
         return;
@@ -508,7 +556,7 @@ export class PartitionRunner {
       [...byConn].map(async ([c, list]) => {
         for (const s of list) {
           if (lost.length > 0 || this.stopped) return;
-          await this.commitSlot(c, s, bySlot.get(s)!, tx, position, lost);
+          await this.commitSlot(c, s, bySlot.get(s)!, position, lost);
         }
       }),
     );
@@ -516,11 +564,8 @@ export class PartitionRunner {
       this.lose(lost[0]!);
       return;
     }
-    // Every slot has the batch: the record goes (unless another runner wrote its own since).
-    if (this.spread !== undefined && this.spreadDone(JSON.parse(this.spread) as SpreadRecord)) {
-      await r.eval(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`, 1, this.spreadKey, this.spread);
-      this.spread = undefined;
-    }
+    // Every slot has the batch: the record and its log go (unless another runner wrote its own since).
+    if (this.spread !== undefined && this.spreadDone(JSON.parse(this.spread) as SpreadRecord)) await this.clearSpread();
     tx.commitToCache();
     // Live events once every slot has the batch: a client that reads on an event finds what it announces.
     if (tx.emitted.length > 0 && !this.rebuilding) {
@@ -530,10 +575,10 @@ export class PartitionRunner {
   }
 
   /**
-   * Commits a batch's writes to one secondary slot (a shard or `MAIN_SLOT`) with the partition's checkpoint
+   * Commits a batch's commands for one secondary slot (a shard or `MAIN_SLOT`) with the partition's checkpoint
    * there, WATCHed; a lost race is pushed to `lost` (nothing of it written).
    */
-  private async commitSlot(c: RedisClient, slot: number, ops: readonly number[], tx: BatchTx, position: bigint, lost: string[]): Promise<void> {
+  private async commitSlot(c: RedisClient, slot: number, ops: readonly Op[], position: bigint, lost: string[]): Promise<void> {
     const key = this.shardCpKey(slot);
     const name = slot === MAIN_SLOT ? 'main slot' : `shard ${slot}`;
     const known = this.shardCps.get(slot);
@@ -545,7 +590,7 @@ export class PartitionRunner {
       return;
     }
     const m = c.multi();
-    for (const i of ops) (m as unknown as { call: (...a: unknown[]) => void }).call(...tx.ops[i]!);
+    for (const op of ops) (m as unknown as { call: (...a: unknown[]) => void }).call(...op);
     m.set(key, position.toString());
     if (!(await execWatched(m))) {
       lost.push(`${name} checkpoint changed during the commit`);

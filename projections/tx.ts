@@ -96,6 +96,8 @@ export interface Emitted {
  * the position up to which the partition's writes to s are already applied (its checkpoint there): while a
  * runner replays events at or below it, their writes to s are dropped (they are in Redis), and reads of s see
  * Redis. `done(HOME_SLOT)` is the partition's own checkpoint: an event at or below it was announced already.
+ * Since the home slot's redo log (projections/runner.ts `repair`) a runner brings every slot up to its checkpoint
+ * before it reads an event, so nothing is dropped in practice: the check stays as a guard against a replay.
  */
 export interface ShardRouting {
   prefix: string;

@@ -1,8 +1,9 @@
 /**
  * The shards of a generation (src/readmodel/keys.ts `SHARDS`, docs/ARCHITECTURE.md "Redis Cluster"): with split
  * commits (what a cluster does) a batch commits its partition's home slot (checkpoint and spread record), then
- * the main slot and each shard it wrote, each with its own checkpoint. A crash between those commits, or two
- * runners racing, still applies every event exactly once.
+ * the main slot and each shard it wrote, each with its own checkpoint. A crash between those commits is finished
+ * from the home slot's redo log by the next runner, and two runners racing are settled per slot by the WATCHed
+ * checkpoints: every event is applied exactly once in every slot.
  * These run on one Redis with `splitCommits` forced; test/redis.cluster.reshard.test.ts runs the split commits on a real cluster.
  */
 import path from 'node:path';
@@ -20,9 +21,12 @@ import { ReadModels } from '../src/readmodel/reader.ts';
 
 const log = createLogger('silent');
 
+const INCR = `return redis.call('INCR', KEYS[1])`;
+
 /**
  * Counts per "channel" in its spread key (`lastmsg:<ch>`, a shard) and in total in a main-slot key, each by
- * read-modify-write: an event applied twice, or skipped, shows in the counts.
+ * read-modify-write: an event applied twice, or skipped, shows in the counts. And each again by an INCR in Redis
+ * (`lastmsg:<ch>.n`, `count.n`): a command applied twice shows there even where a SET of the same value would not.
  */
 const counter: Projection = {
   name: 'counter',
@@ -31,8 +35,10 @@ const counter: Projection = {
     const ch = (e.data as { userId: string }).userId;
     const n = (await tx.getJson<number>(`lastmsg:${ch}`)) ?? 0;
     tx.setJson(`lastmsg:${ch}`, n + 1);
+    tx.eval(INCR, [`lastmsg:${ch}.n`], []);
     const all = (await tx.getJson<number>('count')) ?? 0;
     tx.setJson('count', all + 1);
+    tx.eval(INCR, ['count.n'], []);
   },
 };
 
@@ -57,8 +63,17 @@ async function seed(t: Teardownable, total: number) {
 
 async function counts(redis: Redis, prefix: string) {
   const out = new Map<string, number>();
-  for (const ch of CHANNELS) out.set(ch, JSON.parse((await redis.get(readModelKey(prefix, 1, `lastmsg:${ch}`))) ?? '0') as number);
-  return { perChannel: out, total: JSON.parse((await redis.get(readModelKey(prefix, 1, 'count'))) ?? '0') as number };
+  const incrs = new Map<string, number>();
+  for (const ch of CHANNELS) {
+    out.set(ch, JSON.parse((await redis.get(readModelKey(prefix, 1, `lastmsg:${ch}`))) ?? '0') as number);
+    incrs.set(ch, Number((await redis.get(readModelKey(prefix, 1, `lastmsg:${ch}.n`))) ?? '0'));
+  }
+  return {
+    perChannel: out,
+    perChannelIncr: incrs,
+    total: JSON.parse((await redis.get(readModelKey(prefix, 1, 'count'))) ?? '0') as number,
+    totalIncr: Number((await redis.get(readModelKey(prefix, 1, 'count.n'))) ?? '0'),
+  };
 }
 
 t.test('shard keys: the name shows the shard, the shards cover the channels', async (t) => {
@@ -144,7 +159,9 @@ t.test('split commits: a crash after the main slot committed, with some shards c
   const waited = await readModels.waitFor('x', BigInt(record.t)).then(() => 'resolved', (err: { status?: number }) => err.status);
   t.equal(waited, 503, 'a write of the batch still in flight waits (503 at the deadline)');
 
-  // A new runner (new connections) resumes from the record's start and drops what each slot already has.
+  const redo = await check.hgetall(home.redo);
+  t.same(Object.keys(redo).map(Number).sort((a, b) => a - b), record.v, "the redo log holds the batch's commands for every slot the record names");
+  // A new runner (new connections) applies the logged commands to the slots that lack them, then goes on.
   const main2 = new Redis(TEST_REDIS_URL);
   const odd2 = new Redis(TEST_REDIS_URL);
   t.teardown(() => [main2, odd2].forEach((c) => c.disconnect()));
@@ -169,6 +186,8 @@ t.test('split commits: a crash after the main slot committed, with some shards c
   const after = await counts(check, prefix);
   t.equal(after.total, total, 'the main slot counted every event once');
   t.same(Object.fromEntries(after.perChannel), Object.fromEntries(expected), 'every shard counted each of its events once');
+  t.equal(after.totalIncr, total, 'and applied each INCR of the main slot once');
+  t.same(Object.fromEntries(after.perChannelIncr), Object.fromEntries(expected), 'and each INCR of a shard once');
 });
 
 /** Counts every event in one main-slot key only: a batch of it writes the main slot and no shard. */
@@ -293,5 +312,7 @@ t.test('split commits: two runners racing on one partition apply every event exa
   const after = await counts(check, prefix);
   t.equal(after.total, total, 'every event counted once in the main slot');
   t.same(Object.fromEntries(after.perChannel), Object.fromEntries(expected), 'and once in its shard');
+  t.equal(after.totalIncr, total, 'every INCR applied once in the main slot');
+  t.same(Object.fromEntries(after.perChannelIncr), Object.fromEntries(expected), 'and once in its shard');
   t.ok(stops.includes('checkpoint-lost'), 'a loser of the race noticed and stopped');
 });

@@ -171,6 +171,7 @@ export function partitionKeys(prefix: string, gen: number, partitions: number, i
     caughtUp: p + genKeys.caughtUp(partitions, i),
     quarantine: p + genKeys.quarantine(partitions, i),
     spread: p + genKeys.spread(partitions, i),
+    redo: p + genKeys.redo(partitions, i),
   };
 }
 
@@ -343,6 +344,12 @@ export const genKeys = {
    * partition's position (`projections/runner.ts`).
    */
   spread: (partitions: number, i: number) => `spread:${partitions}:${i}`,
+  /**
+   * Beside the spread record, in the same MULTI: hash slot number → JSON of the batch's commands for that slot,
+   * which the next runner applies to the slots of `v` still behind `t` after a crash (`PartitionRunner.repair`)
+   * instead of replaying the events; removed with the record.
+   */
+  redo: (partitions: number, i: number) => `redo:${partitions}:${i}`,
 };
 
 /**
