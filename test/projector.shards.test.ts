@@ -81,8 +81,9 @@ t.test('shard keys: the name shows the shard, the shards cover the channels', as
   t.equal(shardOfKey('lastmsg:01ABC'), shardOf('01ABC'));
   t.equal(shardOfKey('channel:01ABC'), shardOf('01ABC'), 'a server channel is in its shard');
   t.equal(shardOfKey('channel:01ABC:files'), shardOf('01ABC'), "a channel's files are in its shard");
-  t.equal(shardOfKey('channel:01ABC:webhooks'), -1, 'keys of a channel that are not spread stay in the main slot');
-  t.equal(shardOfKey('pchannel:01ABC'), -1);
+  t.equal(shardOfKey('channel:01ABC:webhooks'), shardOf('01ABC'), "and its webhooks");
+  t.equal(shardOfKey('pchannel:01ABC'), shardOf('01ABC'), 'a private channel is in its shard');
+  t.equal(shardOfKey('instance:staff'), -1, 'instance-wide singletons stay in the main slot');
   t.match(readModelKey('p:', 3, 'lastmsg:01ABC'), new RegExp(`^p:\\{g3\\.${shardOf('01ABC')}\\.\\d+\\}:lastmsg:01ABC$`));
   // Redis Cluster's key slots (CLUSTER KEYSLOT): CRC16 mod 16384.
   t.same(['somekey', 'foo', 'hello', '123456789'].map(slotOfTag), [11058, 12182, 866, 0x31c3 & 16383]);
@@ -91,7 +92,8 @@ t.test('shard keys: the name shows the shard, the shards cover the channels', as
     const buckets = Array.from({ length: SHARDS }, (_, s) => Math.floor(slotOfTag(shardTag(gen, s)) / (16384 / SHARDS)));
     t.same(buckets, Array.from({ length: SHARDS }, (_, s) => s), `generation ${gen}: shard s in the s-th range of slots`);
   }
-  t.equal(readModelKey('p:', 3, 'server:1'), 'p:{g3}:server:1');
+  t.equal(readModelKey('p:', 3, 'holds'), 'p:{g3}:holds');
+  t.equal(readModelKey('p:', 3, 'server:1'), `p:{${shardTag(3, shardOf('1'))}}:server:1`);
   t.ok(new Set(CHANNELS.map(shardOf)).size >= 20, `40 channels fall into ${new Set(CHANNELS.map(shardOf)).size} of ${SHARDS} shards`);
 });
 

@@ -43,62 +43,63 @@ const U = '01HUSER000000000000000000A';
 const S = '01HSERVER00000000000000000';
 
 /**
- * Every family of `rm`, with a sample key and the slot ARCHITECTURE.md "Redis keys" gives it: the shard of its
- * channel, a shard named in the key, or the main slot. A family added to `rm` without an entry here fails.
+ * Every family of `rm`, with a sample key and the slot ARCHITECTURE.md "Redis keys" gives it: the shard of the id
+ * it is named by (its server, user, channel or own id), a shard named in the key, or the main slot (instance-wide
+ * singletons only). A family added to `rm` without an entry here fails.
  */
 const FAMILIES: Record<keyof typeof rm, { key: string; slot: 'main' | number }> = {
-  account: { key: rm.account(U), slot: 'main' },
-  accountByEmail: { key: rm.accountByEmail('d1'), slot: 'main' },
-  session: { key: rm.session('h1'), slot: 'main' },
-  user: { key: rm.user(U), slot: 'main' },
-  server: { key: rm.server(S), slot: 'main' },
-  serverMembers: { key: rm.serverMembers(S), slot: 'main' },
-  serverBans: { key: rm.serverBans(S), slot: 'main' },
-  serverDeparted: { key: rm.serverDeparted(S), slot: 'main' },
-  serverInvites: { key: rm.serverInvites(S), slot: 'main' },
-  invite: { key: rm.invite('code'), slot: 'main' },
-  userServers: { key: rm.userServers(U), slot: 'main' },
+  account: { key: rm.account(U), slot: shardOf(U) },
+  accountByEmail: { key: rm.accountByEmail('d1'), slot: shardOf('d1') },
+  session: { key: rm.session('h1'), slot: shardOf('h1') },
+  user: { key: rm.user(U), slot: shardOf(U) },
+  server: { key: rm.server(S), slot: shardOf(S) },
+  serverMembers: { key: rm.serverMembers(S), slot: shardOf(S) },
+  serverBans: { key: rm.serverBans(S), slot: shardOf(S) },
+  serverDeparted: { key: rm.serverDeparted(S), slot: shardOf(S) },
+  serverInvites: { key: rm.serverInvites(S), slot: shardOf(S) },
+  invite: { key: rm.invite('code'), slot: shardOf('code') },
+  userServers: { key: rm.userServers(U), slot: shardOf(U) },
   channel: { key: rm.channel(CH), slot: shardOf(CH) },
   lastMessage: { key: rm.lastMessage(CH), slot: shardOf(CH) },
-  file: { key: rm.file('f1'), slot: 'main' },
-  fileDetached: { key: rm.fileDetached('f1'), slot: 'main' },
+  file: { key: rm.file('f1'), slot: shardOf('f1') },
+  fileDetached: { key: rm.fileDetached('f1'), slot: shardOf('f1') },
   channelFiles: { key: rm.channelFiles(CH), slot: shardOf(CH) },
   unattachedFiles: { key: rm.unattachedFiles(), slot: 'main' },
   detachedFiles: { key: rm.detachedFiles(), slot: 'main' },
-  auditEntries: { key: rm.auditEntries(S), slot: 'main' },
-  auditIndex: { key: rm.auditIndex(S, { user: U, action: 'X' }), slot: 'main' },
-  auditIndexes: { key: rm.auditIndexes(S), slot: 'main' },
-  auditBulk: { key: rm.auditBulk(S, CH, 'r'), slot: 'main' },
-  auditGoneChannels: { key: rm.auditGoneChannels(S), slot: 'main' },
+  auditEntries: { key: rm.auditEntries(S), slot: shardOf(S) },
+  auditIndex: { key: rm.auditIndex(S, { user: U, action: 'X' }), slot: shardOf(S) },
+  auditIndexes: { key: rm.auditIndexes(S), slot: shardOf(S) },
+  auditBulk: { key: rm.auditBulk(S, CH, 'r'), slot: shardOf(S) },
+  auditGoneChannels: { key: rm.auditGoneChannels(S), slot: shardOf(S) },
   channelHistory: { key: rm.channelHistory(CH), slot: shardOf(CH) },
-  emoji: { key: rm.emoji('e1'), slot: 'main' },
-  serverEmojis: { key: rm.serverEmojis(S), slot: 'main' },
-  unreadLast: { key: rm.unreadLast(U), slot: 'main' },
-  unreadAcked: { key: rm.unreadAcked(U), slot: 'main' },
-  unreadMentions: { key: rm.unreadMentions(U, CH), slot: 'main' },
-  unreadMentioned: { key: rm.unreadMentioned(U), slot: 'main' },
-  userSettings: { key: rm.userSettings(U), slot: 'main' },
-  userSettingsRevision: { key: rm.userSettingsRevision(U), slot: 'main' },
-  relations: { key: rm.relations(U), slot: 'main' },
-  privateChannel: { key: rm.privateChannel(CH), slot: 'main' },
-  userPrivateChannels: { key: rm.userPrivateChannels(U), slot: 'main' },
-  groupInvites: { key: rm.groupInvites(CH), slot: 'main' },
-  dmPair: { key: rm.dmPair(U, 'b'), slot: 'main' },
+  emoji: { key: rm.emoji('e1'), slot: shardOf('e1') },
+  serverEmojis: { key: rm.serverEmojis(S), slot: shardOf(S) },
+  unreadLast: { key: rm.unreadLast(U), slot: shardOf(U) },
+  unreadAcked: { key: rm.unreadAcked(U), slot: shardOf(U) },
+  unreadMentions: { key: rm.unreadMentions(U, CH), slot: shardOf(U) },
+  unreadMentioned: { key: rm.unreadMentioned(U), slot: shardOf(U) },
+  userSettings: { key: rm.userSettings(U), slot: shardOf(U) },
+  userSettingsRevision: { key: rm.userSettingsRevision(U), slot: shardOf(U) },
+  relations: { key: rm.relations(U), slot: shardOf(U) },
+  privateChannel: { key: rm.privateChannel(CH), slot: shardOf(CH) },
+  userPrivateChannels: { key: rm.userPrivateChannels(U), slot: shardOf(U) },
+  groupInvites: { key: rm.groupInvites(CH), slot: shardOf(CH) },
+  dmPair: { key: rm.dmPair(U, 'b'), slot: shardOf(`${U}:b`) },
   instanceStaff: { key: rm.instanceStaff(), slot: 'main' },
-  report: { key: rm.report('r1'), slot: 'main' },
+  report: { key: rm.report('r1'), slot: shardOf('r1') },
   reportIndex: { key: rm.reportIndex('Created'), slot: 'main' },
-  sanction: { key: rm.sanction(U), slot: 'main' },
+  sanction: { key: rm.sanction(U), slot: shardOf(U) },
   instanceAudit: { key: rm.instanceAudit(), slot: 'main' },
   holds: { key: rm.holds(), slot: 'main' },
   holdIndex: { key: rm.holdIndex(true), slot: 'main' },
   instanceAuditIndex: { key: rm.instanceAuditIndex(), slot: 'main' },
   retentionPolicies: { key: rm.retentionPolicies(), slot: 'main' },
   messageChannels: { key: rm.messageChannels(17), slot: 17 },
-  serverVoice: { key: rm.serverVoice(S), slot: 'main' },
-  botToken: { key: rm.botToken('h'), slot: 'main' },
-  ownedBots: { key: rm.ownedBots(U), slot: 'main' },
-  webhook: { key: rm.webhook('w'), slot: 'main' },
-  channelWebhooks: { key: rm.channelWebhooks(CH), slot: 'main' },
+  serverVoice: { key: rm.serverVoice(S), slot: shardOf(S) },
+  botToken: { key: rm.botToken('h'), slot: shardOf('h') },
+  ownedBots: { key: rm.ownedBots(U), slot: shardOf(U) },
+  webhook: { key: rm.webhook('w'), slot: shardOf('w') },
+  channelWebhooks: { key: rm.channelWebhooks(CH), slot: shardOf(CH) },
 };
 
 t.test('every read-model family is in the slot the documentation names', async (t) => {
@@ -142,9 +143,13 @@ t.test('the keys of each script are in one slot', async (t) => {
   t.ok(ACK_SCRIPT.length > 0 && MENTION_SCRIPT.length > 0);
   t.ok(one([rm.unreadLast(U), rm.unreadAcked(U), rm.unreadMentions(U, CH), rm.unreadMentioned(U)]), 'unreads ACK_SCRIPT: one user, one slot');
   const users = ['01HUSER000000000000000000A', '01HUSER000000000000000000B', '01HUSER000000000000000000C'];
-  t.ok(one(users.flatMap((u) => [rm.unreadAcked(u), rm.unreadMentions(u, CH), rm.unreadMentioned(u)])), 'unreads MENTION_SCRIPT: every mentioned user in one slot');
+  for (const u of users) t.ok(one([rm.unreadAcked(u), rm.unreadMentions(u, CH), rm.unreadMentioned(u)]), `unreads MENTION_SCRIPT (one per user): ${u}'s keys in one slot`);
+  // Every key of one entity shares its slot (a MULTI or script over one server's, user's or channel's keys).
+  t.ok(one([rm.server(S), rm.serverMembers(S), rm.serverBans(S), rm.serverDeparted(S), rm.serverInvites(S), rm.serverEmojis(S), rm.auditEntries(S), rm.auditIndex(S, { user: U }), rm.auditIndexes(S), rm.auditBulk(S, CH, 'r'), rm.auditGoneChannels(S), rm.serverVoice(S)]), "a server's keys share its shard");
+  t.ok(one([rm.account(U), rm.user(U), rm.userServers(U), rm.userPrivateChannels(U), rm.relations(U), rm.userSettings(U), rm.userSettingsRevision(U), rm.sanction(U), rm.ownedBots(U), rm.unreadLast(U)]), "a user's keys share their shard");
+  t.ok(one([rm.privateChannel(CH), rm.groupInvites(CH), rm.lastMessage(CH)]), "a private channel's keys share its shard");
   // A channel object and its last message id: two keys, but one shard (a reader's MGET per shard stays whole).
-  t.ok(one([rm.channel(CH), rm.lastMessage(CH), rm.channelHistory(CH), rm.channelFiles(CH)]), "a channel's spread keys share its shard");
+  t.ok(one([rm.channel(CH), rm.lastMessage(CH), rm.channelHistory(CH), rm.channelFiles(CH), rm.channelWebhooks(CH)]), "a channel's keys share its shard");
 });
 
 t.test('the layout: a generation of layout 5 (checkpoints in the main slot) is of another layout', async (t) => {

@@ -160,7 +160,7 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
     const sent = await owner.api.post(`/channels/${srv.general}/messages`, { content: 'after the swap' });
     t.equal(sent.status, 200, 'writes go on after the swap');
     await m.waitFor((e) => e.type === 'Message' && e._id === sent.body._id);
-    t.equal(await admin.exists(generationPrefix(s.prefix, before!) + `server:${srv.id}`), 0, 'the old generation was deleted on every master');
+    t.equal(await admin.exists(readModelKey(s.prefix, before!, `server:${srv.id}`)), 0, 'the old generation was deleted on every master');
     t.equal(await admin.exists(readModelKey(s.prefix, before!, `channel:${srv.general}:history`)), 0, 'its shards too');
   });
 

@@ -48,25 +48,43 @@ export function shardOf(channelId: string): number {
 }
 
 /**
- * The shard of a logical read-model key, or -1 for the generation's main slot. Only keys whose name shows
- * the channel they belong to are spread, so every reader finds a key's shard from its name (no locator), and
- * each is written by one partition only (the partition of the channel's scope).
+ * The families a logical key's first id places in a shard (`<family>:<id>[:…]`, shard = `shardOf(id)`): every key of
+ * one server, one user, one channel or one object named by its own id shares a shard, so the scripts and MULTIs
+ * over one entity's keys stay in one slot.
+ */
+const BY_ID = new Set(['server', 'audit', 'voice', 'user', 'relations', 'settings', 'unreads', 'sanction', 'bots', 'pchannel', 'channel', 'session', 'invite', 'emoji', 'file', 'report', 'bottoken', 'webhook']);
+
+/**
+ * The shard of a logical read-model key, or `MAIN_SLOT` (-1) for the generation's main slot. Every reader finds a
+ * key's shard from its name (no locator): a key of a server, user, channel or object is in the shard of that id
+ * (`BY_ID`; `lastmsg:<channel>`, `account:<user>`, `account:email:<digest>`, `dm:<a>:<b>` of the pair), piece s of
+ * `retention:channels` in shard s, and only the instance-wide singletons (`instance:*`, `reports*`, `holds*`,
+ * `retention:policies`, `files:*`) and names no family claims stay in the main slot.
  */
 export function shardOfKey(logical: string): number {
-  if (logical.startsWith('lastmsg:')) return shardOf(logical.slice(8));
-  if (logical.startsWith('channel:')) {
-    const end = logical.indexOf(':', 8);
-    if (end < 0) return shardOf(logical.slice(8));
-    const rest = logical.slice(end + 1);
-    if (rest === 'history' || rest === 'files') return shardOf(logical.slice(8, end));
-    return MAIN_SLOT;
+  const c1 = logical.indexOf(':');
+  if (c1 < 0) return MAIN_SLOT;
+  const family = logical.slice(0, c1);
+  const c2 = logical.indexOf(':', c1 + 1);
+  const id = c2 < 0 ? logical.slice(c1 + 1) : logical.slice(c1 + 1, c2);
+  if (BY_ID.has(family)) return shardOf(id);
+  switch (family) {
+    case 'lastmsg':
+      return shardOf(logical.slice(c1 + 1));
+    case 'account':
+      // `account:email:<digest>` by the digest (a user id is a ULID, never "email").
+      return id === 'email' && c2 >= 0 ? shardOf(logical.slice(c2 + 1)) : shardOf(id);
+    case 'dm':
+      return shardOf(logical.slice(c1 + 1));
+    case 'retention': {
+      // A piece of a key several partitions write, merged on read: its shard is in its name.
+      if (id !== 'channels' || c2 < 0) return MAIN_SLOT;
+      const s = Number(logical.slice(c2 + 1));
+      return Number.isInteger(s) && s >= 0 && s < SHARDS ? s : MAIN_SLOT;
+    }
+    default:
+      return MAIN_SLOT;
   }
-  // A piece of a key several partitions write, merged on read: its shard is in its name.
-  if (logical.startsWith('retention:channels:')) {
-    const s = Number(logical.slice(19));
-    if (Number.isInteger(s) && s >= 0 && s < SHARDS) return s;
-  }
-  return MAIN_SLOT;
 }
 
 /**
