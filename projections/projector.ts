@@ -355,6 +355,11 @@ export class Projector {
         throw err;
       }
     }
+    // Stopped while the slots' connections were opened (they close with `redis`): nothing would stop this runner.
+    if (this.stopping) {
+      redis.disconnect();
+      return;
+    }
     const runner = new PartitionRunner({
       store: this.o.store,
       redis,

@@ -250,6 +250,8 @@ export class PartitionRunner {
         }
       }
     }
+    // Stopped while it loaded (its owner stopped): a subscription opened now would never be closed.
+    if (this.stopped) return;
     this.o.log.info(
       { partition: this.o.partition, generation: this.o.generation, checkpoint: raw, from: after?.toString(), rebuilding: this.rebuilding },
       'projector partition starting',

@@ -3,10 +3,10 @@
  * (`<prefix>{g<N>}:`) so a rebuild can fill fresh keys and swap them in; control keys do not.
  *
  * Hash tags (`{…}`) keep every multi-key operation inside one Redis Cluster slot (docs/ARCHITECTURE.md
- * "Redis Cluster"): `{g<N>.p<n>.<i>.<k>}` partition i of n's home slot (its checkpoint, spread record, ready mark
- * and quarantine: every batch's first MULTI, WATCH on the checkpoint; `homeTag`, `partitionKeys`), `{g<N>}` the
- * generation's main slot (every read model not in a shard), `{g<N>.<s>.<k>}` shard s of the channel-spread keys (a
- * server channel, its messages, last message id and files, and piece s of the retention channel set:
+ * "Redis Cluster"): `{g<N>.p<n>.<i>.<k>}` partition i of n's home slot (its checkpoint, ready mark, quarantine,
+ * spread record and redo log: every batch's first MULTI, WATCH on the checkpoint; `homeTag`, `partitionKeys`),
+ * `{g<N>}` the generation's main slot (the instance-wide singletons only), `{g<N>.<s>.<k>}` shard s (every read
+ * model of a server, user, channel or object whose id falls in shard s, and piece s of the retention channel set:
  * `shardOfKey`, `shardTag`); the main slot and each shard hold a per-partition checkpoint of their own
  * (`slotCheckpointKey`), so any partition writes any of them exactly once; `{ctl}` the generation bookkeeping (one
  * script), `{live}` the presence stream and hashes (one script) and on one Redis the client-event streams (one
@@ -30,8 +30,9 @@ import { partitionOf } from '../partition.ts';
  *    one of `SHARDS` shards (`{g<N>.<s>.<k>}`, s from the channel id), so a Redis Cluster spreads them over its masters.
  * 6: each projector partition keeps its checkpoint, checkpoint event, ready mark, quarantine and spread record in
  *    a home slot of its own (`{g<N>.p<n>.<i>.<k>}`, `homeTag`) instead of the generation's main slot, which becomes
- *    one more secondary slot with a per-partition checkpoint; `channel:<id>:files` moved into its channel's shard and
- *    `retention:channels` became one piece per shard (`retention:channels:<s>`, merged on read).
+ *    one more secondary slot with a per-partition checkpoint; every read model named by an id moved into the shard
+ *    of that id (`shardOfKey`), leaving the instance-wide singletons in the main slot; `retention:channels` became
+ *    one piece per shard (`retention:channels:<s>`, merged on read).
  */
 export const READ_MODEL_LAYOUT = 6;
 
