@@ -228,8 +228,13 @@ export type StateAt = {
   events: number;
   /** Every key of this point-in-time state is under it (deleted unless kept). */
   prefix: string;
-  /** When kept: the prefix of its read-model keys (`rm.*` below it). */
+  /**
+   * When kept: the prefix of its main slot; a read-model key `rm.*` is at `readModelKey(prefix, kept_generation,
+   * key)` (src/readmodel/keys.ts: the keys of a server, user or channel are in its shard, `<prefix>{g<N>.<s>.<k>}:`).
+   */
   kept?: string;
+  /** When kept: the generation number of the kept read models under `prefix`. */
+  kept_generation?: number;
 } & ReadModelCounts & { server?: ServerSummary | null };
 
 /**
@@ -256,7 +261,7 @@ export async function stateAt(o: StateAtOptions): Promise<StateAt> {
     // With a server: that server as it was (null when it did not exist at that position).
     const server = o.serverId !== undefined ? { server: await summariseServer(redis, gp, o.serverId) } : {};
     if (!o.keep) await deleteKeys(redis, targetPrefix);
-    return { position: o.position.toString(), events: r.events, prefix: targetPrefix, ...(o.keep ? { kept: gp } : {}), ...counts, ...server };
+    return { position: o.position.toString(), events: r.events, prefix: targetPrefix, ...(o.keep ? { kept: gp, kept_generation: r.generation } : {}), ...counts, ...server };
   } finally {
     redis.disconnect();
   }
