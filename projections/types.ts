@@ -11,8 +11,9 @@
  * - Replaying the same events from zero gives the same keys (idempotent by construction).
  * - Every key lives in the slot its name gives (`shardOfKey` in src/readmodel/keys.ts: the shard of the server,
  *   user, channel or object it is named by; the main slot for instance-wide singletons), and on a cluster each
- *   slot commits in a MULTI of its own; a crash between them is finished from the home slot's redo log, so a
- *   projection may read any key. A Lua script's keys (`tx.eval`) must share one slot: the keys of one entity do;
+ *   slot commits in a MULTI of its own; a crash between them is finished from the home slot's redo log, not by
+ *   recomputing, so which slot a read goes to does not matter. A Lua script's keys (`tx.eval`) must share one slot:
+ *   the keys of one entity do;
  *   docs/ARCHITECTURE.md "Redis Cluster".
  */
 import type { StoredEvent } from '../src/domain/events.ts';
