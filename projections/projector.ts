@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { connectionForKey, connectionsForKeys, createRedis, isCluster, type RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
-import { controlKeys, genKeys, generationPrefix, generationPrefixes, liveShardCount, readModelIdentity, SHARDS, shardPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, generationPrefixes, liveShardCount, MAIN_SLOT, partitionKeys, readModelIdentity, SHARDS, slotCheckpointKey } from '../src/readmodel/keys.ts';
 import { deleteKeys } from './rebuild.ts';
 import { PartitionRunner } from './runner.ts';
 import type { Projection } from './types.ts';
@@ -296,10 +296,9 @@ export class Projector {
     // checkpoint over missing read models — the projector would then call an empty Redis caught up. So no
     // reconnection and no queueing: once the socket is gone every command fails, the runner stops, and the
     // next check starts the partition over on a new connection.
-    // On a cluster: a plain connection to the master of the generation's slot (a failover ends it too).
+    // On a cluster: a plain connection to the master of the partition's home slot (a failover ends it too).
     const gen = this.generation;
-    const cpKey = generationPrefix(this.o.prefix, gen) + genKeys.checkpoint(this.o.partitions, i);
-    const cpEventKey = generationPrefix(this.o.prefix, gen) + genKeys.checkpointEvent(this.o.partitions, i);
+    const { checkpoint: cpKey, checkpointEvent: cpEventKey } = partitionKeys(this.o.prefix, gen, this.o.partitions, i);
     // Ask the store before connecting: a store that is down must not leave a Redis connection behind.
     const head = await this.o.store.headPosition();
     const redis = await connectionForKey(this.o.redisUrl, this.admin, cpKey, {
@@ -334,11 +333,12 @@ export class Projector {
       redis.disconnect();
       return;
     }
-    // On a cluster, each shard of the generation commits on a plain connection to its slot's master; they end
-    // with the partition's own connection.
+    // On a cluster, each shard of the generation and its main slot commit on a plain connection to their slot's
+    // master; they end with the partition's own connection.
     let shardRedis: RedisClient[] | undefined;
+    let mainRedis: RedisClient | undefined;
     if (isCluster(this.admin)) {
-      const keys = Array.from({ length: SHARDS }, (_, s) => shardPrefix(this.o.prefix, gen, s) + genKeys.shardCheckpoint(this.o.partitions, i));
+      const keys = [...Array.from({ length: SHARDS }, (_, s) => s), MAIN_SLOT].map((s) => slotCheckpointKey(this.o.prefix, gen, this.o.partitions, i, s));
       try {
         const { conns, extra } = await connectionsForKeys(this.admin, keys, redis, {
           maxRetriesPerRequest: null,
@@ -347,12 +347,18 @@ export class Projector {
           noReconnect: true,
           ...(this.o.connectionName ? { connectionName: this.o.connectionName } : {}),
         });
-        shardRedis = conns;
+        shardRedis = conns.slice(0, SHARDS);
+        mainRedis = conns[SHARDS];
         redis.once('end', () => extra.forEach((c) => c.disconnect()));
       } catch (err) {
         redis.disconnect();
         throw err;
       }
+    }
+    // Stopped while the slots' connections were opened (they close with `redis`): nothing would stop this runner.
+    if (this.stopping) {
+      redis.disconnect();
+      return;
     }
     const runner = new PartitionRunner({
       store: this.o.store,
@@ -366,6 +372,7 @@ export class Projector {
       rebuilding: cp === null && head !== undefined,
       ...(isCluster(this.admin) ? { eventsRedis: this.admin, splitCommits: true, liveShards: liveShardCount(true) } : {}),
       ...(shardRedis ? { shardRedis } : {}),
+      ...(mainRedis ? { mainRedis } : {}),
       onStop: (reason) => void this.onRunnerStop(i, runner, reason),
     });
     this.owned.set(i, { runner, redis, generation: gen });

@@ -12,7 +12,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { RedisClient as Redis } from '../src/redis.ts';
-import { controlKeys, generationPrefix, genKeys } from '../src/readmodel/keys.ts';
+import { controlKeys, partitionKeys } from '../src/readmodel/keys.ts';
 
 /** A quarantined event as recorded. */
 export interface QuarantinedEvent {
@@ -47,8 +47,7 @@ export function quarantinedInProcess(): number {
 export async function quarantinedCount(redis: Redis, prefix: string, partitions: number): Promise<number> {
   const gen = await redis.get(controlKeys(prefix).generation);
   if (gen === null) return 0;
-  const gp = generationPrefix(prefix, Number(gen));
-  const counts = await Promise.all(Array.from({ length: partitions }, (_, i) => redis.hlen(gp + genKeys.quarantine(partitions, i))));
+  const counts = await Promise.all(Array.from({ length: partitions }, (_, i) => redis.hlen(partitionKeys(prefix, Number(gen), partitions, i).quarantine)));
   return counts.reduce((a, b) => a + b, 0);
 }
 
@@ -56,10 +55,9 @@ export async function quarantinedCount(redis: Redis, prefix: string, partitions:
 export async function quarantinedEvents(redis: Redis, prefix: string, partitions: number): Promise<QuarantinedEvent[]> {
   const gen = await redis.get(controlKeys(prefix).generation);
   if (gen === null) return [];
-  const gp = generationPrefix(prefix, Number(gen));
   const out: QuarantinedEvent[] = [];
   for (let i = 0; i < partitions; i++) {
-    for (const v of Object.values(await redis.hgetall(gp + genKeys.quarantine(partitions, i)))) out.push(JSON.parse(v) as QuarantinedEvent);
+    for (const v of Object.values(await redis.hgetall(partitionKeys(prefix, Number(gen), partitions, i).quarantine))) out.push(JSON.parse(v) as QuarantinedEvent);
   }
   return out.sort((a, b) => (BigInt(a.position) < BigInt(b.position) ? -1 : 1));
 }

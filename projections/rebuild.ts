@@ -7,7 +7,7 @@
 import { connectionForKey, connectionsForKeys, createRedis, isCluster, scanKeys, type RedisClient } from '../src/redis.ts';
 import type { Logger } from 'pino';
 import type { EventStore } from '../src/eventstore/port.ts';
-import { controlKeys, genKeys, generationPrefix, generationPrefixes, readModelIdentity, SHARDS, shardPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, generationPrefixes, MAIN_SLOT, partitionKeys, readModelIdentity, SHARDS, slotCheckpointKey } from '../src/readmodel/keys.ts';
 import { PartitionRunner } from './runner.ts';
 import type { Projection } from './types.ts';
 
@@ -87,20 +87,21 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
         let drops = 0;
         let settled = false;
         const start = () => {
-          // On a cluster: a plain connection to the master of the new generation's slot, which ends (and the
-          // partition resubscribes on a new one) when that master fails over.
-          const cpKey = generationPrefix(prefix, generation) + genKeys.checkpoint(o.partitions, i);
+          // On a cluster: a plain connection to the master of the partition's home slot in the new generation,
+          // which ends (and the partition resubscribes on a new one) when that master fails over.
+          const cpKey = partitionKeys(prefix, generation, o.partitions, i).checkpoint;
           const plain = { maxRetriesPerRequest: null, noReconnect: true, noResend: true };
           connectionForKey(o.redisUrl, admin, cpKey, isCluster(admin) ? plain : { maxRetriesPerRequest: null })
             .then(async (redis) => {
               conns.push(redis);
               if (!isCluster(admin)) return begin(redis);
-              // Each shard commits on a plain connection to its slot's master (as the projector's partitions).
-              const keys = Array.from({ length: SHARDS }, (_, s) => shardPrefix(prefix, generation, s) + genKeys.shardCheckpoint(o.partitions, i));
-              const { conns: shardRedis, extra } = await connectionsForKeys(admin, keys, redis, plain);
+              // Each shard and the main slot commit on a plain connection to their slot's master (as the
+              // projector's partitions).
+              const keys = [...Array.from({ length: SHARDS }, (_, s) => s), MAIN_SLOT].map((s) => slotCheckpointKey(prefix, generation, o.partitions, i, s));
+              const { conns: slotRedis, extra } = await connectionsForKeys(admin, keys, redis, plain);
               conns.push(...extra);
               redis.once('end', () => extra.forEach((c) => c.disconnect()));
-              begin(redis, shardRedis);
+              begin(redis, slotRedis.slice(0, SHARDS), slotRedis[SHARDS]);
             })
             .catch((err: unknown) => dropped(undefined, 'error', err));
         };
@@ -116,7 +117,7 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
           redis?.disconnect();
           setTimeout(start, Math.min(5000, 200 * 2 ** (drops - 1)));
         };
-        const begin = (redis: RedisClient, shardRedis?: RedisClient[]) => {
+        const begin = (redis: RedisClient, shardRedis?: RedisClient[], mainRedis?: RedisClient) => {
           const onStop = (reason: 'error' | 'checkpoint-lost', err?: unknown) => dropped(redis, reason, err);
           const runner: PartitionRunner = new PartitionRunner({
             store,
@@ -130,7 +131,7 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildResult> {
             rebuilding: true,
             stopWhenCaughtUp: true,
             batchSize: 2000,
-            ...(shardRedis ? { splitCommits: true, shardRedis } : {}),
+            ...(shardRedis ? { splitCommits: true, shardRedis, ...(mainRedis ? { mainRedis } : {}) } : {}),
             onCommit: (position, _applied, n) => {
               drops = 0;
               positions[i] = position;

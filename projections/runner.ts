@@ -1,7 +1,8 @@
 /**
  * Runs the projections of one partition in one generation: subscribes to the event store from the
  * partition's checkpoint, applies the events whose scope hashes to the partition, and commits every
- * write of a batch with the new checkpoint in one MULTI guarded by WATCH on the checkpoint key.
+ * write of a batch with the new checkpoint in one MULTI guarded by WATCH on the checkpoint key (in the
+ * partition's home slot, `partitionKeys`; on a cluster, one MULTI per slot: `commitSplit`).
  *
  * Exactly once: the checkpoint is read after WATCH and compared with the runner's own; if another
  * process advanced it (a partition taken over) or it vanished (Redis flushed), nothing of the batch is
@@ -12,7 +13,7 @@ import type { Logger } from 'pino';
 import type { EventStore, RecordedEvent, Subscription } from '../src/eventstore/port.ts';
 import { EVENT_SCHEMAS, isKnownEventType, upcast } from '../src/domain/events.ts';
 import { partitionOf } from '../src/partition.ts';
-import { controlKeys, genKeys, generationPrefix, liveShardOf, SHARDS, shardPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, generationPrefix, HOME_SLOT, liveShardOf, MAIN_SLOT, partitionKeys, SHARDS, slotCheckpointKey } from '../src/readmodel/keys.ts';
 import { BatchTx, ValueCache, type Emitted, type ShardRouting } from './tx.ts';
 import type { Invalidation } from '../src/readmodel/factCache.ts';
 import type { Projection } from './types.ts';
@@ -32,6 +33,9 @@ async function execWatched(m: { exec(): Promise<Array<[Error | null, unknown]> |
   return true;
 }
 
+/** One buffered Redis command of a batch (`BatchTx.ops`). */
+type Op = [string, ...Array<string | number>];
+
 /** Why a runner stopped on its own. */
 export type StopReason = 'checkpoint-lost' | 'error';
 
@@ -40,7 +44,7 @@ export interface PartitionRunnerOptions {
   store: EventStore;
   /**
    * A connection of its own: WATCH is per connection. On a cluster, a plain connection to the master of the
-   * generation's slot (`connectionForKey`).
+   * partition's home slot (`connectionForKey` of its checkpoint, `partitionKeys`).
    */
   redis: RedisClient;
   /**
@@ -74,14 +78,18 @@ export interface PartitionRunnerOptions {
   /** Maximum MULTI size before the batch is split (commands). */
   maxOps?: number;
   /**
-   * Commit the main slot and each shard (`SHARDS`, src/readmodel/keys.ts) in MULTIs of their own, each with its
-   * own checkpoint: what a cluster needs (a MULTI stays in one slot). Set on a cluster; on one Redis every write
-   * of a batch commits in one MULTI unless a test sets it.
+   * Commit the home slot, the main slot and each shard (`SHARDS`, src/readmodel/keys.ts) in MULTIs of their own,
+   * each with its own checkpoint: what a cluster needs (a MULTI stays in one slot). Set on a cluster; on one
+   * Redis every write of a batch commits in one MULTI unless a test sets it.
    */
   splitCommits?: boolean;
   /** With `splitCommits`: the connection of each shard (plain, to the master of its slot). Unset: `redis`. */
   shardRedis?: readonly RedisClient[];
-  /** Injected fault for tests: with `splitCommits`, runs after the main slot's EXEC, before the shards'. */
+  /** With `splitCommits`: the connection of the generation's main slot (plain, to its master). Unset: `redis`. */
+  mainRedis?: RedisClient;
+  /** Injected fault for tests: with `splitCommits`, runs after the home slot's EXEC, before the main slot's. */
+  afterHomeExec?: () => Promise<void> | void;
+  /** Injected fault for tests: with `splitCommits`, runs after the main slot's EXEC (if any), before the shards'. */
   afterMainExec?: () => Promise<void> | void;
 }
 
@@ -133,7 +141,10 @@ export async function appendClientEvents(
   );
 }
 
-/** The spread record (`genKeys.spread`): batch `(f, t]` is committed in the main slot, maybe not yet in shards `v`. */
+/**
+ * The spread record (`genKeys.spread`): batch `(f, t]` is committed in the home slot, maybe not yet in the
+ * secondary slots `v` (shards, and `MAIN_SLOT` for the main slot), whose commands are in `genKeys.redo`.
+ */
 interface SpreadRecord {
   f: string | null;
   t: string;
@@ -150,7 +161,12 @@ export class PartitionRunner {
   private readonly eventsKey: string;
   private readonly invKey: string;
   private readonly spreadKey: string;
-  /** With `splitCommits`: the partition's checkpoint in each shard (absent: it never wrote there). */
+  private readonly quarantineKey: string;
+  private readonly redoKey: string;
+  /**
+   * With `splitCommits`: the partition's checkpoint in each secondary slot, a shard or `MAIN_SLOT` (absent: it
+   * never wrote there).
+   */
   private readonly shardCps = new Map<number, bigint>();
   /** With `splitCommits`: the spread record in Redis (JSON as written), while one may be there. */
   private spread: string | undefined;
@@ -171,19 +187,22 @@ export class PartitionRunner {
     this.o = o;
     this.rebuilding = o.rebuilding;
     this.keyPrefix = generationPrefix(o.prefix, o.generation);
-    this.cpKey = this.keyPrefix + genKeys.checkpoint(o.partitions, o.partition);
-    this.cpEventKey = this.keyPrefix + genKeys.checkpointEvent(o.partitions, o.partition);
-    this.readyKey = this.keyPrefix + genKeys.caughtUp(o.partitions, o.partition);
+    const home = partitionKeys(o.prefix, o.generation, o.partitions, o.partition);
+    this.cpKey = home.checkpoint;
+    this.cpEventKey = home.checkpointEvent;
+    this.readyKey = home.caughtUp;
+    this.spreadKey = home.spread;
+    this.quarantineKey = home.quarantine;
+    this.redoKey = home.redo;
     this.eventsKey = controlKeys(o.prefix).clientEvents(o.partitions, o.partition);
     this.invKey = controlKeys(o.prefix).invalidations(o.partitions, o.partition);
-    this.spreadKey = this.keyPrefix + genKeys.spread(o.partitions, o.partition);
-    // Where each key of a batch lives. Without split commits everything is one MULTI: no shard checkpoints,
+    // Where each key of a batch lives. Without split commits everything is one MULTI: no slot checkpoints,
     // and no write is ever dropped (the runner resumes from its one checkpoint).
     this.routing = {
       prefix: o.prefix,
       generation: o.generation,
-      conn: (shard) => (shard < 0 || !o.shardRedis ? o.redis : o.shardRedis[shard]!),
-      done: (shard) => (!o.splitCommits ? undefined : shard < 0 ? this.checkpoint : this.shardCps.get(shard)),
+      conn: (shard) => (shard === MAIN_SLOT ? (o.mainRedis ?? o.redis) : shard < 0 || !o.shardRedis ? o.redis : o.shardRedis[shard]!),
+      done: (shard) => (!o.splitCommits ? undefined : shard === HOME_SLOT ? this.checkpoint : this.shardCps.get(shard)),
     };
     for (const p of o.projections) {
       for (const t of p.handles === 'all' ? Object.keys(EVENT_SCHEMAS) : p.handles) {
@@ -215,17 +234,24 @@ export class PartitionRunner {
     const [raw, rawEvent, rawSpread] = await this.o.redis.mget(this.cpKey, this.cpEventKey, this.spreadKey);
     this.checkpoint = raw === null || raw === undefined ? undefined : BigInt(raw);
     this.checkpointEvent = this.checkpoint === undefined ? undefined : (rawEvent ?? undefined);
-    let after = this.checkpoint;
+    const after = this.checkpoint;
     if (this.o.splitCommits) {
       await this.loadShardCheckpoints();
       if (rawSpread !== null && rawSpread !== undefined) {
-        // The last batch committed in the main slot may be missing from some shards (a crash between the
-        // commits): replay it from its start. Each slot drops the writes it already has (`ShardRouting.done`).
+        // The last batch committed in the home slot may be missing from some secondary slots (a crash between
+        // the commits): its recorded commands are applied to those slots before anything else.
         this.spread = rawSpread;
-        const sp = JSON.parse(rawSpread) as SpreadRecord;
-        if (!this.spreadDone(sp)) after = sp.f === null ? undefined : BigInt(sp.f);
+        try {
+          if (!(await this.repair(JSON.parse(rawSpread) as SpreadRecord))) return;
+        } catch (err) {
+          // A storage error (a slot that moved, a lost connection): the owner starts the partition again.
+          this.fail(err);
+          return;
+        }
       }
     }
+    // Stopped while it loaded (its owner stopped): a subscription opened now would never be closed.
+    if (this.stopped) return;
     this.o.log.info(
       { partition: this.o.partition, generation: this.o.generation, checkpoint: raw, from: after?.toString(), rebuilding: this.rebuilding },
       'projector partition starting',
@@ -239,23 +265,63 @@ export class PartitionRunner {
     });
   }
 
-  /** Reads the partition's checkpoint in every shard. */
+  /**
+   * Finishes the batch an open spread record names: each slot of `v` whose checkpoint there is below `t` gets the
+   * commands the batch recorded for it (`genKeys.redo`), with its checkpoint, in one MULTI WATCHed like any
+   * commit; then the record and the log go. The commands are applied as they were computed the first time, so
+   * no event is replayed and no read can see a slot that is already ahead. False when the runner lost a race (it
+   * stopped).
+   */
+  private async repair(sp: SpreadRecord): Promise<boolean> {
+    const t = BigInt(sp.t);
+    if (!this.spreadDone(sp)) {
+      const redo = await this.o.redis.hgetall(this.redoKey);
+      const lost: string[] = [];
+      // `v` is sorted: the main slot (-1) before the shards, as in a commit.
+      for (const s of sp.v) {
+        if ((this.shardCps.get(s) ?? -1n) >= t) continue;
+        const raw = redo[String(s)];
+        if (raw === undefined) throw new Error(`partition ${this.o.partition}'s spread record names slot ${s} but its redo log has no commands for it`);
+        await this.commitSlot(this.routing.conn(s), s, JSON.parse(raw) as Op[], t, lost);
+        if (lost.length > 0) {
+          this.lose(lost[0]!);
+          return false;
+        }
+      }
+      this.o.log.warn({ partition: this.o.partition, generation: this.o.generation, batch: sp }, 'projector partition finished a batch a crash had left half committed');
+    }
+    await this.clearSpread();
+    return true;
+  }
+
+  /** Removes the spread record and its redo log, unless another runner wrote its own since. */
+  private async clearSpread(): Promise<void> {
+    if (this.spread === undefined) return;
+    await this.o.redis.eval(
+      `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1], KEYS[2]) end return 0`,
+      2,
+      this.spreadKey,
+      this.redoKey,
+      this.spread,
+    );
+    this.spread = undefined;
+  }
+
+  /** Reads the partition's checkpoint in every secondary slot: the shards and the main slot. */
   private async loadShardCheckpoints(): Promise<void> {
-    const keys = Array.from({ length: SHARDS }, (_, s) => this.shardCpKey(s));
-    const values = this.o.shardRedis
-      ? await Promise.all(keys.map((k, s) => this.o.shardRedis![s]!.get(k)))
-      : await this.o.redis.mget(...keys);
+    const slots = [...Array.from({ length: SHARDS }, (_, s) => s), MAIN_SLOT];
+    const values = await Promise.all(slots.map((s) => this.routing.conn(s).get(this.shardCpKey(s))));
     this.shardCps.clear();
-    values.forEach((v, s) => {
-      if (v !== null && v !== undefined) this.shardCps.set(s, BigInt(v));
+    values.forEach((v, n) => {
+      if (v !== null && v !== undefined) this.shardCps.set(slots[n]!, BigInt(v));
     });
   }
 
-  private shardCpKey(shard: number): string {
-    return shardPrefix(this.o.prefix, this.o.generation, shard) + genKeys.shardCheckpoint(this.o.partitions, this.o.partition);
+  private shardCpKey(slot: number): string {
+    return slotCheckpointKey(this.o.prefix, this.o.generation, this.o.partitions, this.o.partition, slot);
   }
 
-  /** Whether every shard a spread record names has committed its batch. */
+  /** Whether every secondary slot a spread record names has committed its batch. */
   private spreadDone(sp: SpreadRecord): boolean {
     const t = BigInt(sp.t);
     return sp.v.every((s) => (this.shardCps.get(s) ?? -1n) >= t);
@@ -386,8 +452,7 @@ export class PartitionRunner {
     if (!eventsAfter) {
       for (const ev of tx.emitted) m.xadd(this.eventsKey, 'MAXLEN', '~', '10000', '*', 'e', JSON.stringify(ev));
     }
-    const qKey = this.keyPrefix + genKeys.quarantine(this.o.partitions, this.o.partition);
-    for (const q of quarantined) m.hset(qKey, q.position, JSON.stringify(q));
+    for (const q of quarantined) m.hset(this.quarantineKey, q.position, JSON.stringify(q));
     m.set(this.cpKey, position.toString());
     // What the checkpoint points at: checked when the partition resumes (a log that went back in time fails it).
     m.set(this.cpEventKey, last.id);
@@ -425,88 +490,75 @@ export class PartitionRunner {
   }
 
   /**
-   * The cluster's commit (docs/ARCHITECTURE.md "Redis Cluster"): the main slot's writes with the checkpoint and
-   * a spread record naming the shards still to commit, in one MULTI; then each shard's writes with the
-   * partition's checkpoint in that shard, in one MULTI per shard (WATCH on it); then the spread record goes.
-   * A crash in between leaves the record: the next runner replays the batch and each slot drops what it has.
+   * The cluster's commit (docs/ARCHITECTURE.md "Redis Cluster"): in the partition's home slot (WATCH on its
+   * checkpoint) one MULTI with the new checkpoint, the quarantine records, a spread record naming the secondary
+   * slots the batch wrote and a redo log of its commands for each of them; then the main slot's writes with the
+   * partition's checkpoint there, then each shard's writes with its checkpoint there, one MULTI per slot (WATCH on
+   * that checkpoint); then the record and the log go. A crash in between leaves them: the next runner applies the
+   * logged commands to the slots that lack the batch (`repair`).
    */
   private async commitSplit(tx: BatchTx, last: RecordedEvent, applied: number, seen: number, quarantined: readonly QuarantinedEvent[]): Promise<void> {
     const position = last.position;
     await this.o.beforeExec?.();
     const r = this.o.redis;
-    const byShard = new Map<number, number[]>();
+    const bySlot = new Map<number, Op[]>();
     tx.opShards.forEach((s, i) => {
-      const list = byShard.get(s);
-      if (list) list.push(i);
-      else byShard.set(s, [i]);
+      const list = bySlot.get(s);
+      if (list) list.push(tx.ops[i]!);
+      else bySlot.set(s, [tx.ops[i]!]);
     });
-    const mainOps = byShard.get(-1) ?? [];
-    byShard.delete(-1);
-    const shards = [...byShard.keys()].sort((a, b) => a - b);
+    // MAIN_SLOT (-1) sorts first: the main slot commits before the shards.
+    const slots = [...bySlot.keys()].sort((a, b) => a - b);
     const mine = this.checkpoint === undefined ? null : this.checkpoint.toString();
-    // A replay below the main checkpoint has nothing for the main slot (BatchTx dropped it).
-    if (this.checkpoint === undefined || position > this.checkpoint) {
-      await r.watch(this.cpKey);
-      const current = await r.get(this.cpKey);
-      if (current !== mine) {
-        await r.unwatch();
-        this.lose(`checkpoint is ${current ?? 'missing'}, expected ${mine ?? 'missing'}`);
-        return;
-      }
-      const m = r.multi();
-      for (const i of mainOps) (m as unknown as { call: (...a: unknown[]) => void }).call(...tx.ops[i]!);
-      const qKey = this.keyPrefix + genKeys.quarantine(this.o.partitions, this.o.partition);
-      for (const q of quarantined) m.hset(qKey, q.position, JSON.stringify(q));
-      // The record covers this batch and any earlier one whose shards have not all committed yet.
-      const prev = this.spread === undefined ? undefined : (JSON.parse(this.spread) as SpreadRecord);
-      const open = prev && !this.spreadDone(prev) ? prev : undefined;
-      let record: string | undefined;
-      if (shards.length > 0 || open) {
-        const v = [...new Set([...shards, ...(open ? open.v.filter((s) => (this.shardCps.get(s) ?? -1n) < BigInt(open.t)) : [])])].sort((a, b) => a - b);
-        record = JSON.stringify({ f: open ? open.f : mine, t: position.toString(), v } satisfies SpreadRecord);
-        m.set(this.spreadKey, record);
-      } else if (this.spread !== undefined) m.del(this.spreadKey);
-      m.set(this.cpKey, position.toString());
-      m.set(this.cpEventKey, last.id);
-      if (!(await execWatched(m))) {
+    await r.watch(this.cpKey);
+    const current = await r.get(this.cpKey);
+    if (current !== mine) {
+      await r.unwatch();
+      this.lose(`checkpoint is ${current ?? 'missing'}, expected ${mine ?? 'missing'}`);
+      return;
+    }
+    const m = r.multi();
+    for (const q of quarantined) m.hset(this.quarantineKey, q.position, JSON.stringify(q));
+    let record: string | undefined;
+    if (slots.length > 0) {
+      record = JSON.stringify({ f: mine, t: position.toString(), v: slots } satisfies SpreadRecord);
+      m.set(this.spreadKey, record);
+      m.del(this.redoKey);
+      m.hset(this.redoKey, ...slots.flatMap((s) => [String(s), JSON.stringify(bySlot.get(s)!)]));
+    } else if (this.spread !== undefined) m.del(this.spreadKey, this.redoKey);
+    m.set(this.cpKey, position.toString());
+    m.set(this.cpEventKey, last.id);
+    if (!(await execWatched(m))) {
       this.lose('checkpoint changed during the commit');
       return;
     }
-      this.checkpoint = position;
-      this.checkpointEvent = last.id;
-      this.spread = record;
+    this.checkpoint = position;
+    this.checkpointEvent = last.id;
+    this.spread = record;
+    await this.o.afterHomeExec?.();
+    const lost: string[] = [];
+    if (bySlot.has(MAIN_SLOT) && !this.stopped) {
+      await this.commitSlot(this.routing.conn(MAIN_SLOT), MAIN_SLOT, bySlot.get(MAIN_SLOT)!, position, lost);
+      if (lost.length > 0) {
+        this.lose(lost[0]!);
+        return;
+      }
       await this.o.afterMainExec?.();
     }
     // Each shard's writes with the partition's checkpoint there; shards on one connection one after the other.
     const byConn = new Map<RedisClient, number[]>();
-    for (const s of shards) {
+    for (const s of slots) {
+      if (s === MAIN_SLOT) continue;
       const c = this.routing.conn(s);
       const list = byConn.get(c);
       if (list) list.push(s);
       else byConn.set(c, [s]);
     }
-    const lost: string[] = [];
     await Promise.all(
       [...byConn].map(async ([c, list]) => {
         for (const s of list) {
           if (lost.length > 0 || this.stopped) return;
-          const key = this.shardCpKey(s);
-          const known = this.shardCps.get(s);
-          await c.watch(key);
-          const current = await c.get(key);
-          if (current !== (known === undefined ? null : known.toString())) {
-            await c.unwatch();
-            lost.push(`shard ${s} checkpoint is ${current ?? 'missing'}, expected ${known ?? 'missing'}`);
-            return;
-          }
-          const m = c.multi();
-          for (const i of byShard.get(s)!) (m as unknown as { call: (...a: unknown[]) => void }).call(...tx.ops[i]!);
-          m.set(key, position.toString());
-          if (!(await execWatched(m))) {
-            lost.push(`shard ${s} checkpoint changed during the commit`);
-            return;
-          }
-          this.shardCps.set(s, position);
+          await this.commitSlot(c, s, bySlot.get(s)!, position, lost);
         }
       }),
     );
@@ -514,17 +566,39 @@ export class PartitionRunner {
       this.lose(lost[0]!);
       return;
     }
-    // Every shard has the batch: the record goes (unless another runner wrote its own since).
-    if (this.spread !== undefined && this.spreadDone(JSON.parse(this.spread) as SpreadRecord)) {
-      await r.eval(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`, 1, this.spreadKey, this.spread);
-      this.spread = undefined;
-    }
+    // Every slot has the batch: the record and its log go (unless another runner wrote its own since).
+    if (this.spread !== undefined && this.spreadDone(JSON.parse(this.spread) as SpreadRecord)) await this.clearSpread();
     tx.commitToCache();
     // Live events once every slot has the batch: a client that reads on an event finds what it announces.
     if (tx.emitted.length > 0 && !this.rebuilding) {
       await this.appendEvents(this.o.eventsRedis ?? r, tx.emitted, position).catch((err: unknown) => this.o.log.warn({ err, partition: this.o.partition }, 'client events not appended'));
     }
     this.committed(position, applied, seen, quarantined);
+  }
+
+  /**
+   * Commits a batch's commands for one secondary slot (a shard or `MAIN_SLOT`) with the partition's checkpoint
+   * there, WATCHed; a lost race is pushed to `lost` (nothing of it written).
+   */
+  private async commitSlot(c: RedisClient, slot: number, ops: readonly Op[], position: bigint, lost: string[]): Promise<void> {
+    const key = this.shardCpKey(slot);
+    const name = slot === MAIN_SLOT ? 'main slot' : `shard ${slot}`;
+    const known = this.shardCps.get(slot);
+    await c.watch(key);
+    const current = await c.get(key);
+    if (current !== (known === undefined ? null : known.toString())) {
+      await c.unwatch();
+      lost.push(`${name} checkpoint is ${current ?? 'missing'}, expected ${known ?? 'missing'}`);
+      return;
+    }
+    const m = c.multi();
+    for (const op of ops) (m as unknown as { call: (...a: unknown[]) => void }).call(...op);
+    m.set(key, position.toString());
+    if (!(await execWatched(m))) {
+      lost.push(`${name} checkpoint changed during the commit`);
+      return;
+    }
+    this.shardCps.set(slot, position);
   }
 
   private lose(why: string): void {

@@ -5,7 +5,7 @@
 import type { RedisClient } from '../src/redis.ts';
 import { fieldKey, isCacheableHash, isCacheableKey, pageKeyOf } from '../src/readmodel/factCache.ts';
 import { recordHead, recordRange } from '../src/readmodel/records.ts';
-import { shardOfKey, shardPrefix } from '../src/readmodel/keys.ts';
+import { HOME_SLOT, shardOfKey, shardPrefix } from '../src/readmodel/keys.ts';
 import type { ClientEventRoute, ProjectionTx } from './types.ts';
 
 const DELETED = Symbol('deleted');
@@ -92,9 +92,12 @@ export interface Emitted {
 
 /**
  * Where a batch's spread keys live (docs/ARCHITECTURE.md "Redis Cluster"): shard s's keys under
- * `shardPrefix(prefix, generation, s)`, read on `conn(s)`; the main slot is shard -1. `done(s)` is the position
- * up to which the partition's writes to s are already applied (its checkpoint there): while a runner replays
- * events at or below it, their writes to s are dropped (they are in Redis), and reads of s see Redis.
+ * `shardPrefix(prefix, generation, s)`, read on `conn(s)`; the main slot is shard -1 (`MAIN_SLOT`). `done(s)` is
+ * the position up to which the partition's writes to s are already applied (its checkpoint there): while a
+ * runner replays events at or below it, their writes to s are dropped (they are in Redis), and reads of s see
+ * Redis. `done(HOME_SLOT)` is the partition's own checkpoint: an event at or below it was announced already.
+ * Since the home slot's redo log (projections/runner.ts `repair`) a runner brings every slot up to its checkpoint
+ * before it reads an event, so nothing is dropped in practice: the check stays as a guard against a replay.
  */
 export interface ShardRouting {
   prefix: string;
@@ -399,8 +402,8 @@ export class BatchTx implements ProjectionTx {
   }
 
   emit(route: ClientEventRoute, payload: Record<string, unknown>): void {
-    // An event replayed below the main checkpoint was announced when it was first committed.
-    if (!this.rebuilding && !this.skipsShard(-1)) this.emitted.push({ route, payload });
+    // An event replayed below the partition's checkpoint (its home slot) was announced when it was first committed.
+    if (!this.rebuilding && !this.skipsShard(HOME_SLOT)) this.emitted.push({ route, payload });
   }
 
   /** After a successful commit: remember this batch's values in the partition cache. */

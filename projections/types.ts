@@ -1,17 +1,20 @@
 /**
  * What a projection is. A projection declares the event types it handles and applies one event at a time
  * to a `ProjectionTx`. The runner batches events, and commits every write of a batch together with the
- * partition's checkpoint in one MULTI, so a crash never applies an event twice or skips one.
+ * partition's checkpoint in one MULTI (on a cluster one per slot, each with the partition's checkpoint there), so a
+ * crash never applies an event twice or skips one.
  *
  * Rules for projection authors:
  * - Read only keys your partition owns (keys derived from the event's own scope). Sets and sorted sets
  *   shared across scopes (e.g. a user's server list) are written with commutative ops only.
  * - Never read a clock or the network: everything comes from the event (its data and metadata).
  * - Replaying the same events from zero gives the same keys (idempotent by construction).
- * - Spread keys (a server channel, its history, its last message id: `shardOfKey` in src/readmodel/keys.ts) live
- *   in shards that commit after the main slot on a cluster. A write to a spread key may depend on main-slot reads
- *   only for facts that change one way and whose change rewrites the spread key again (does the private channel
- *   or role still exist); docs/ARCHITECTURE.md "Redis Cluster" says why. A Lua script's keys share one slot.
+ * - Every key lives in the slot its name gives (`shardOfKey` in src/readmodel/keys.ts: the shard of the server,
+ *   user, channel or object it is named by; the main slot for instance-wide singletons), and on a cluster each
+ *   slot commits in a MULTI of its own; a crash between them is finished from the home slot's redo log, not by
+ *   recomputing, so which slot a read goes to does not matter. A Lua script's keys (`tx.eval`) must share one slot:
+ *   the keys of one entity do;
+ *   docs/ARCHITECTURE.md "Redis Cluster".
  */
 import type { StoredEvent } from '../src/domain/events.ts';
 

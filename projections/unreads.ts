@@ -16,17 +16,20 @@
  * moves it back, as in Stoat; the mentions it cleared stay cleared.
  *
  * An ack costs one script over four small keys of that user and channel (no read in the projection, no
- * per-channel document rewritten); a message costs one script per message whatever the number of mentioned
- * users. Emits `ChannelAck` to the user's sockets.
+ * per-channel document rewritten); a message costs one script per shard its mentioned users fall into (each
+ * user's keys are in that user's shard, src/readmodel/keys.ts `shardOfKey`, and a script must stay in one slot on
+ * a cluster), at most `SHARDS` (64) whatever the number of mentioned users. Emits `ChannelAck` to the user's
+ * sockets.
  */
 import { FLAG_SUPPRESS_NOTIFICATIONS } from '../src/domain/message/sendMessage.ts';
 import { MESSAGE_STREAM } from '../src/domain/message/events.ts';
 import { UNREADS_STREAM } from '../src/domain/unreads/events.ts';
-import { rm } from '../src/readmodel/keys.ts';
+import { rm, shardOf } from '../src/readmodel/keys.ts';
 import type { Projection } from './types.ts';
 
 /**
- * KEYS: per user, (acked hash, mentions zset, mentioned set). ARGV: channel id, message id as JSON, raw id.
+ * KEYS: per user, (acked hash, mentions zset, mentioned set), of users of one shard (one slot). ARGV: channel id,
+ * message id as JSON, raw id.
  * Hash values are JSON strings of 26-character ULIDs, so comparing them as strings compares the ids.
  */
 export const MENTION_SCRIPT = `
@@ -59,8 +62,17 @@ export const unreadsProjection: Projection = {
       const suppressed = ((m.flags ?? 0) & FLAG_SUPPRESS_NOTIFICATIONS) !== 0;
       const users = suppressed ? [] : (e.data.mentionedUsers ?? m.mentions ?? []);
       if (users.length === 0) return;
-      const keys = users.flatMap((u) => [rm.unreadAcked(u), rm.unreadMentions(u, m.channel), rm.unreadMentioned(u)]);
-      tx.eval(MENTION_SCRIPT, keys, [m.channel, JSON.stringify(m._id), m._id]);
+      // One script per shard of the mentioned users: a user's unread keys are in their user's shard, so a script
+      // stays in one slot however many users it covers (at most `SHARDS` scripts for a mass mention).
+      const byShard = new Map<number, string[]>();
+      for (const u of new Set(users)) {
+        const s = shardOf(u);
+        const keys = [rm.unreadAcked(u), rm.unreadMentions(u, m.channel), rm.unreadMentioned(u)];
+        const list = byShard.get(s);
+        if (list) list.push(...keys);
+        else byShard.set(s, keys);
+      }
+      for (const keys of byShard.values()) tx.eval(MENTION_SCRIPT, keys, [m.channel, JSON.stringify(m._id), m._id]);
       return;
     }
     if (e.type === 'ChannelAcked' && e.stream.startsWith(UNREADS_STREAM)) {

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { totp } from './helpers/totp.ts';
 import { startTestService } from './helpers/service.ts';
-import { controlKeys, generationPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, readModelKey, rm } from '../src/readmodel/keys.ts';
 import { client, signup } from './helpers/http.ts';
 import { connectReady } from './helpers/ws.ts';
 
@@ -65,7 +65,7 @@ t.test('two-factor login', async (t) => {
   const log: string[] = [];
   for await (const e of s.store.readAll()) log.push(JSON.stringify(e.data));
   t.notOk(log.join('\n').includes(secret), 'no TOTP secret in the log');
-  t.notOk(JSON.stringify(await s.redis.get(generationPrefix(s.prefix, Number(await s.redis.get(controlKeys(s.prefix).generation))) + `account:${u.userId}`)).includes(secret), 'nor in the read model');
+  t.notOk(JSON.stringify(await s.redis.get(readModelKey(s.prefix, Number(await s.redis.get(controlKeys(s.prefix).generation)), rm.account(u.userId)))).includes(secret), 'nor in the read model');
 
   t.test('login asks for the second factor', async (t) => {
     const first = await anon.post('/auth/session/login', { email: u.email, password: u.password });

@@ -14,7 +14,7 @@ import type { RecordedEvent } from '../src/eventstore/port.ts';
 import { isUlid, newId, ulidTime } from '../src/ids.ts';
 import { createLogger } from '../src/log.ts';
 import { DEFAULT_PERMISSION_SERVER, Permission as P } from '../src/permissions/bits.ts';
-import { controlKeys, generationPrefix, rm } from '../src/readmodel/keys.ts';
+import { controlKeys, readModelKey, rm } from '../src/readmodel/keys.ts';
 import { client, signup, type ReqOptions, type Res, type TestUser } from './helpers/http.ts';
 import { uploadImage } from './helpers/messages.ts';
 import { checkSchema } from './helpers/openapi.ts';
@@ -48,7 +48,9 @@ async function wholeLog(user: TestUser, serverId: string, query = ''): Promise<A
 /** Every key of a server's audit log in the current generation, with its raw Redis content. */
 async function auditKeys(redis: Redis, prefix: string, serverId: string): Promise<Record<string, unknown>> {
   const gen = await redis.get(controlKeys(prefix).generation);
-  const gp = generationPrefix(prefix, Number(gen));
+  // The server's audit keys share its shard (src/readmodel/keys.ts `shardOfKey`): that shard's prefix.
+  const entries = rm.auditEntries(serverId);
+  const gp = readModelKey(prefix, Number(gen), entries).slice(0, -entries.length);
   const out: Record<string, unknown> = {};
   const keys = (await redis.keys(`${gp}audit:${serverId}*`)).sort();
   for (const k of keys) {

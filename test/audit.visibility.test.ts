@@ -10,7 +10,7 @@ import { rebuild } from '../projections/rebuild.ts';
 import type { AuditEntry } from '../src/domain/audit/entries.ts';
 import { createLogger } from '../src/log.ts';
 import { Permission as P } from '../src/permissions/bits.ts';
-import { controlKeys, generationPrefix, rm } from '../src/readmodel/keys.ts';
+import { controlKeys, readModelKey, rm } from '../src/readmodel/keys.ts';
 import { signup, type TestUser } from './helpers/http.ts';
 import { createServer, join, roleWith } from './helpers/servers.ts';
 import { startTestService, waitServing } from './helpers/service.ts';
@@ -88,8 +88,8 @@ t.test('audit entries of channels the reader cannot view are redacted', async (t
   const redis = new Redis(s.config.redisUrl);
   t.teardown(() => redis.disconnect());
   const keys = async () => {
-    const gp = generationPrefix(s.prefix, Number(await redis.get(controlKeys(s.prefix).generation)));
-    return { gone: await redis.hgetall(`${gp}${rm.auditGoneChannels(srv.id)}`), answer: (await log(auditor)).text };
+    const gen = Number(await redis.get(controlKeys(s.prefix).generation));
+    return { gone: await redis.hgetall(readModelKey(s.prefix, gen, rm.auditGoneChannels(srv.id))), answer: (await log(auditor)).text };
   };
   const live = await keys();
   t.ok(Object.hasOwn(live.gone, secret), "the deleted channel's overrides are kept");

@@ -14,7 +14,7 @@ import { signup } from './helpers/http.ts';
 import { createServer, join } from './helpers/servers.ts';
 import { startTestService } from './helpers/service.ts';
 import { deleteKeys } from '../projections/rebuild.ts';
-import { rm } from '../src/readmodel/keys.ts';
+import { readModelKey, rm } from '../src/readmodel/keys.ts';
 
 t.test('state --at: a server as it was before it was deleted', async (t) => {
   const s = await startTestService(t, { RATE_LIMITS: 'off' });
@@ -94,7 +94,7 @@ t.test('state --at: a server as it was before it was deleted', async (t) => {
   const kept = await state(renamed, undefined, true);
   const redisKept = new Redis(s.config.redisUrl);
   t.teardown(() => redisKept.disconnect());
-  t.equal(await redisKept.get(`${kept.kept}${rm.server(srv.id)}`).then((v) => (v ? (JSON.parse(v) as { name: string }).name : null)), 'Renamed', 'kept: readable where it says');
+  t.equal(await redisKept.get(readModelKey(kept.prefix, kept.kept_generation!, rm.server(srv.id))).then((v) => (v ? (JSON.parse(v) as { name: string }).name : null)), 'Renamed', 'kept: readable where it says');
   await deleteKeys(redisKept, kept.prefix);
 
   const noServer = await state(renamed);

@@ -17,7 +17,7 @@ import { Projector } from '../projections/projector.ts';
 import { rebuild } from '../projections/rebuild.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import type { Projection } from '../projections/types.ts';
-import { controlKeys, genKeys, generationPrefix, READ_MODEL_LAYOUT, readModelIdentity } from '../src/readmodel/keys.ts';
+import { controlKeys, generationPrefix, partitionKeys, READ_MODEL_LAYOUT, readModelIdentity } from '../src/readmodel/keys.ts';
 import { startKurrentDouble } from './helpers/kurrentDouble.ts';
 import { testDatabase } from './helpers/postgres.ts';
 import { runCli } from './helpers/cli.ts';
@@ -260,7 +260,7 @@ t.test('the projector starts a new generation when the checkpoints belong to ano
   const run = async (store: EventStore) => {
     const p = new Projector({ store, redisUrl: TEST_REDIS_URL, prefix, partitions: 1, projections: [counter], log, checkIntervalMs: 50 });
     await p.start();
-    await until('caught up', async () => (await store.headPosition())?.toString() === (await redis.get(generationPrefix(prefix, Number(await redis.get(ctl.generation))) + genKeys.checkpoint(1, 0))), WAIT_MS, 20);
+    await until('caught up', async () => (await store.headPosition())?.toString() === (await redis.get(partitionKeys(prefix, Number(await redis.get(ctl.generation)), 1, 0).checkpoint)), WAIT_MS, 20);
     await p.stop();
     const gen = Number(await redis.get(ctl.generation));
     return { gen, ids: (JSON.parse((await redis.get(generationPrefix(prefix, gen) + 'count'))!) as { ids: string[] }).ids };
@@ -286,9 +286,13 @@ t.test('the projector starts a new generation when the checkpoints belong to ano
   // Back on the same store: no rebuild.
   const third = await run(b);
   t.equal(third.gen, second.gen, 'same store, same generation');
-  // The same store, read models of an earlier layout (as a release before this one recorded them): rebuilt.
+  // The same store, read models of an earlier layout (as a release before this one recorded them): rebuilt. Laid
+  // out as layout 5 kept them: the checkpoint in the generation's main slot, no home slot.
   await redis.hset(ctl.generationStores, String(third.gen), `${await b.identity()} layout:${READ_MODEL_LAYOUT - 1}`);
   await redis.set(generationPrefix(prefix, third.gen) + 'count', JSON.stringify({ ids: ['stale'] }));
+  const home = partitionKeys(prefix, third.gen, 1, 0);
+  await redis.set(generationPrefix(prefix, third.gen) + 'cp:1:0', (await redis.get(home.checkpoint))!);
+  await redis.del(home.checkpoint, home.checkpointEvent, home.caughtUp);
   const fourth = await run(b);
   t.not(fourth.gen, third.gen, 'another layout, a new generation');
   t.strictSame(fourth.ids, ['b0', 'b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7'], 'rebuilt from the log in the current layout');

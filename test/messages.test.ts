@@ -4,7 +4,7 @@
 import { scanKeys } from '../src/redis.ts';
 import t from 'tap';
 import { Permission as P } from '../src/permissions/bits.ts';
-import { generationPrefix, rm } from '../src/readmodel/keys.ts';
+import { generationPrefix, generationPrefixes, rm } from '../src/readmodel/keys.ts';
 import { signup, type TestUser } from './helpers/http.ts';
 import { createEmoji } from './helpers/messages.ts';
 import { clientEvents, createServer, dumpGeneration, dumpRebuild, join, roleWith } from './helpers/servers.ts';
@@ -296,7 +296,8 @@ t.test('messages', async (t) => {
     t.equal(await s.redis.exists(s.readModels.key(rm.serverEmojis(doomed.id))), 0);
     // On every master when the suite runs on a cluster (`npm run test:cluster`).
     const left: string[] = [];
-    await scanKeys(s.redis, `${s.readModels.key('')}*`, async (batch) => void left.push(...batch));
+    // The whole generation: its main slot and every shard and home slot (`generationPrefixes`).
+    for (const p of generationPrefixes(s.prefix, s.readModels.generation!)) await scanKeys(s.redis, `${p}*`, async (batch) => void left.push(...batch));
     // The upload's own record (`file:<id>`, projection `files`) belongs to the media feature and stays, with the
     // marker that it is detached (projection `fileUses`), so the media server answers 404 for it.
     const mentions = left.filter((k) => k.includes(doomed.id) || k.includes(extra) || k.includes(doomed.general) || k.includes(emojiId));

@@ -8,7 +8,7 @@ import { PartitionRunner } from '../projections/runner.ts';
 import { rebuild } from '../projections/rebuild.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import type { Projection } from '../projections/types.ts';
-import { genKeys, generationPrefix } from '../src/readmodel/keys.ts';
+import { generationPrefix, partitionKeys } from '../src/readmodel/keys.ts';
 import { dumpCurrent } from './helpers/servers.ts';
 import { deletePrefix, startTestService, tempDir, TEST_REDIS_URL, uniquePrefix, waitServing } from './helpers/service.ts';
 import { client, signup } from './helpers/http.ts';
@@ -92,7 +92,7 @@ t.test('two runners racing on one partition apply every event exactly once', asy
   const a = mk(conns[0]!, 7);
   const b = mk(conns[1]!, 11);
   await Promise.all([a.start(), b.start()]);
-  const cpKey = generationPrefix(prefix, 1) + genKeys.checkpoint(1, 0);
+  const cpKey = partitionKeys(prefix, 1, 1, 0).checkpoint;
   const head = (await store.headPosition())!.toString();
   // Bounded by time, not by a count of 25 ms polls (10 s in all, which a loaded machine can outrun); a
   // checkpoint that never reaches the head fails the assertion below, after both runners are stopped.

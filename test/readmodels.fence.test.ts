@@ -6,7 +6,7 @@
  * the next read.
  */
 import t from 'tap';
-import { genKeys } from '../src/readmodel/keys.ts';
+
 import { startTestService } from './helpers/service.ts';
 
 t.test('one read of the checkpoints per turn; a later request waits for the next read', async (t) => {
@@ -17,7 +17,7 @@ t.test('one read of the checkpoints per turn; a later request waits for the next
     return;
   }
   const redis = s.readModels.redis;
-  const keys = [0, 1].map((i) => s.readModels.key(genKeys.checkpoint(2, i)));
+  const keys = [0, 1].map((i) => s.readModels.partition(i).checkpoint);
   let reads = 0;
   const mget = redis.mget.bind(redis);
   (redis as unknown as { mget: (...k: string[]) => Promise<Array<string | null>> }).mget = (...k: string[]) => {

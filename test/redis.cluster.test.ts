@@ -11,7 +11,7 @@ import t from 'tap';
 import { moduleSpecifier, scriptNodeArgs } from '../src/built.ts';
 import { createLogger } from '../src/log.ts';
 import { createRedis, type RedisClient } from '../src/redis.ts';
-import { controlKeys, generationPrefix, LIVE_SHARDS, readModelKey } from '../src/readmodel/keys.ts';
+import { controlKeys, generationPrefix, homeTag, LIVE_SHARDS, partitionKeys, readModelKey, slotOfTag } from '../src/readmodel/keys.ts';
 import { rebuild } from '../projections/rebuild.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import { signup, type Res, type TestUser } from './helpers/http.ts';
@@ -110,7 +110,14 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
       masters.add(ranges.find(([from, to]) => a! >= from && a! <= to)![2][1]);
     }
     t.equal(masters.size, 3, 'the live shards are on every master');
-    t.equal(await admin.call('CLUSTER', 'KEYSLOT', generationPrefix(s.prefix, s.readModels.generation!) + 'cp:2:1'), slots[1], 'checkpoints live in their generation\'s slot');
+    // Each partition's checkpoint and spread record share its home slot (one WATCH/MULTI, one MGET), not the main slot.
+    for (const i of [0, 1]) {
+      const home = partitionKeys(s.prefix, s.readModels.generation!, 2, i);
+      const [cp, spread] = (await Promise.all([home.checkpoint, home.spread].map((k) => admin.call('CLUSTER', 'KEYSLOT', k)))) as number[];
+      t.equal(cp, spread, `partition ${i}: its checkpoint and spread record in one slot`);
+      t.equal(cp, slotOfTag(homeTag(s.readModels.generation!, 2, i)), `partition ${i}: that slot is its home tag's`);
+      t.not(cp, slots[1], `partition ${i}: not the generation's main slot`);
+    }
     t.ok(await admin.exists(ctl.generation), 'the generation key is on the cluster');
   });
 
@@ -154,7 +161,7 @@ t.test('a 3-master Redis Cluster: messages, gateway and rebuild; a master lost w
     const sent = await owner.api.post(`/channels/${srv.general}/messages`, { content: 'after the swap' });
     t.equal(sent.status, 200, 'writes go on after the swap');
     await m.waitFor((e) => e.type === 'Message' && e._id === sent.body._id);
-    t.equal(await admin.exists(generationPrefix(s.prefix, before!) + `server:${srv.id}`), 0, 'the old generation was deleted on every master');
+    t.equal(await admin.exists(readModelKey(s.prefix, before!, `server:${srv.id}`)), 0, 'the old generation was deleted on every master');
     t.equal(await admin.exists(readModelKey(s.prefix, before!, `channel:${srv.general}:history`)), 0, 'its shards too');
   });
 

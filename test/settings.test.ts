@@ -10,7 +10,7 @@ import { SETTINGS_LIMITS } from '../src/domain/settings/setSettings.ts';
 import { signup } from './helpers/http.ts';
 import { dumpCurrent, dumpRebuild } from './helpers/servers.ts';
 import { startTestService, TEST_REDIS_URL } from './helpers/service.ts';
-import { controlKeys, generationPrefix } from '../src/readmodel/keys.ts';
+import { controlKeys, readModelKey, rm } from '../src/readmodel/keys.ts';
 import { connectReady } from './helpers/ws.ts';
 
 t.test('settings sync', async (t) => {
@@ -121,7 +121,7 @@ t.test('settings sync', async (t) => {
     const over = await carol.api.post('/sync/settings/set', keys(4000, 1));
     t.same([over.status, over.body.type], [400, 'FailedValidation'], `key ${SETTINGS_LIMITS.keys + 1} is refused`);
     t.equal((await carol.api.post('/sync/settings/set', keys(0, 3))).status, 204, 'rewriting stored keys is fine at the limit');
-    const stored = await redis.hlen(generationPrefix(s.prefix, Number(await redis.get(controlKeys(s.prefix).generation))) + `settings:${carol.userId}`);
+    const stored = await redis.hlen(readModelKey(s.prefix, Number(await redis.get(controlKeys(s.prefix).generation)), rm.userSettings(carol.userId)));
     t.equal(stored, SETTINGS_LIMITS.keys, 'exactly the limit is stored');
   });
 

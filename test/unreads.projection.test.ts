@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { unreadsProjection } from '../projections/unreads.ts';
 import { BatchTx, ValueCache } from '../projections/tx.ts';
 import type { StoredEvent } from '../src/domain/events.ts';
-import { rm } from '../src/readmodel/keys.ts';
+import { rm, SHARDS, shardOf, shardOfKey } from '../src/readmodel/keys.ts';
 import { deletePrefix, TEST_REDIS_URL, uniquePrefix } from './helpers/service.ts';
 import { dumpGeneration } from './helpers/servers.ts';
 
@@ -100,20 +100,38 @@ t.test('mentions and acks commute', async (t) => {
   t.pass('every interleaving converges to the model');
 });
 
-t.test('one script per message, whatever the number of mentioned users; suppressed messages write nothing', async (t) => {
+t.test('one script per shard of the mentioned users (at most SHARDS), whatever their number; suppressed messages write nothing', async (t) => {
   const redis = new Redis(TEST_REDIS_URL);
   t.teardown(() => redis.disconnect());
   const users = Array.from({ length: 500 }, (_, i) => `01HUSER${String(i).padStart(19, '0')}`);
   const tx = new BatchTx(redis, 'unused:', new ValueCache(), 0, true);
   await unreadsProjection.apply(mention(3, users), tx);
-  t.equal(tx.ops.length, 1, 'a single EVAL');
+  const shards = new Set(users.map(shardOf));
+  t.equal(tx.ops.length, shards.size, `one EVAL per shard of the 500 users (${shards.size} of ${SHARDS})`);
+  t.ok(tx.ops.length <= SHARDS);
+  // Each script's keys are of users of one shard (one slot on a cluster), and every user is in exactly one.
+  const covered: string[] = [];
+  for (const op of tx.ops) {
+    const n = Number(op[2]);
+    // Without routing BatchTx names keys `<prefix><logical>` (here `unused:`).
+    const keys = op.slice(3, 3 + n).map((k) => String(k).slice('unused:'.length));
+    const owners = keys.filter((_, i) => i % 3 === 0).map((k) => k.split(':')[1]!);
+    t.equal(new Set(owners.map(shardOf)).size, 1, 'a script covers the users of one shard');
+    t.equal(new Set(keys.map((k) => shardOfKey(k))).size, 1, 'and its keys are in that shard');
+    covered.push(...owners);
+  }
+  t.same(covered.sort(), [...users].sort(), 'every mentioned user once');
   const quiet = new BatchTx(redis, 'unused:', new ValueCache(), 0, true);
   const suppressed = event('MessageSent', `message-${IDS[4]}`, { message: { _id: IDS[4], channel: CHANNEL, author: OTHER, content: 'x', mentions: [USER], flags: 2 } });
   await unreadsProjection.apply(suppressed, quiet);
   t.equal(quiet.ops.length, 0, 'SuppressNotifications: nothing');
   const mass = new BatchTx(redis, 'unused:', new ValueCache(), 0, true);
   await unreadsProjection.apply(event('MessageSent', `message-${IDS[5]}`, { message: { _id: IDS[5], channel: CHANNEL, author: OTHER, content: 'x' }, mentionedUsers: [USER, OTHER] }), mass);
-  t.equal(mass.ops[0]?.length, 3 + 6 + 3, 'mentionedUsers (the decided mass mention) is what counts');
+  t.same(
+    mass.ops.flatMap((op) => op.slice(3, 3 + Number(op[2])).filter((_, i) => i % 3 === 0).map((k) => String(k).split(':')[2])).sort(),
+    [USER, OTHER].sort(),
+    'mentionedUsers (the decided mass mention) is what counts',
+  );
   const a = new BatchTx(redis, 'unused:', new ValueCache(), 0, false);
   await unreadsProjection.apply(ack(2), a);
   t.equal(a.ops.length, 1, 'an ack is one script');

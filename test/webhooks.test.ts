@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import type { PersonalDataStore } from '../src/personal/store.ts';
 import { Permission as P } from '../src/permissions/bits.ts';
 import { BUCKET_LIMITS } from '../src/ratelimit/limiter.ts';
-import { controlKeys, generationPrefix, rm } from '../src/readmodel/keys.ts';
+import { controlKeys, readModelKey, rm } from '../src/readmodel/keys.ts';
 import { request, signup } from './helpers/http.ts';
 import { uploadImage } from './helpers/messages.ts';
 import { createServer, dumpCurrent, dumpRebuild, join, roleWith } from './helpers/servers.ts';
@@ -217,7 +217,7 @@ t.test('webhooks', async (t) => {
 
     const ch = await owner.api.post(`/servers/${srv.id}/channels`, { name: 'doomed' });
     const c = await owner.api.post(`/channels/${ch.body._id}/webhooks`, { name: 'C' });
-    const webhookSet = async () => generationPrefix(s.prefix, Number(await s.redis.get(controlKeys(s.prefix).generation))) + rm.channelWebhooks(ch.body._id);
+    const webhookSet = async () => readModelKey(s.prefix, Number(await s.redis.get(controlKeys(s.prefix).generation)), rm.channelWebhooks(ch.body._id));
     t.equal(await s.redis.exists(await webhookSet()), 1, "the channel's webhook set exists");
     t.equal((await owner.api.del(`/channels/${ch.body._id}`)).status, 204);
     t.match(await request(s.apiUrl, 'GET', `/webhooks/${c.body.id}/${c.body.token}`), { status: 404 }, 'gone with its channel');

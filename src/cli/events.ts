@@ -116,7 +116,7 @@ async function main(): Promise<number> {
         });
         bar.stop();
         console.log(JSON.stringify(result));
-        if (result.kept) console.error(`read models kept under ${result.kept} (delete everything under ${result.prefix} when done)`);
+        if (result.kept) console.error(`read models kept as generation ${result.kept_generation} under ${result.prefix} (main slot ${result.kept}, the keys of a server, user or channel in its shard {g${result.kept_generation}.<s>.<k>}; delete everything under ${result.prefix} when done)`);
         return 0;
       }
       case 'migrate': {

@@ -19,7 +19,7 @@ import { Queue } from 'bullmq';
 import type { RedisOptions } from 'bullmq';
 import { createRedis, isCluster, type RedisClient } from '../redis.ts';
 import { ConfigError, loadConfig, ROLE_NAMES, type Config, type RoleName } from '../config.ts';
-import { controlKeys, genKeys, generationPrefix } from '../readmodel/keys.ts';
+import { controlKeys, partitionKeys } from '../readmodel/keys.ts';
 import { bullConnection, bullPrefix, queueName } from '../../workers/media/jobs.ts';
 import { TAGS } from '../../workers/media/policy.ts';
 import { quarantinedCount } from '../../projections/quarantine.ts';
@@ -60,10 +60,11 @@ async function projector(config: Config): Promise<string> {
     const n = config.projectorPartitions;
     const gen = await redis.get(ctl.generation);
     if (gen === null) throw new Unhealthy(`projector: no read-model generation under ${ctl.generation}`);
-    const gp = generationPrefix(config.redisPrefix, Number(gen));
     const problems: string[] = [];
     for (let i = 0; i < n; i++) {
-      const [ttl, cp, ready] = await Promise.all([redis.pttl(ctl.lease(n, i)), redis.exists(gp + genKeys.checkpoint(n, i)), redis.exists(gp + genKeys.caughtUp(n, i))]);
+      // Each partition's checkpoint and ready mark are in its home slot (src/readmodel/keys.ts `partitionKeys`).
+      const home = partitionKeys(config.redisPrefix, Number(gen), n, i);
+      const [ttl, cp, ready] = await Promise.all([redis.pttl(ctl.lease(n, i)), redis.exists(home.checkpoint), redis.exists(home.caughtUp)]);
       if (ttl <= 0) problems.push(`partition ${i}/${n} has no live lease (${ctl.lease(n, i)})`);
       else if (!cp && !ready) problems.push(`partition ${i}/${n} has not projected anything in generation ${gen}`);
     }
@@ -71,7 +72,7 @@ async function projector(config: Config): Promise<string> {
     // Quarantined (poison) events do not stop projecting, so they do not make the projector unhealthy, but
     // an operator must see them (`npm run events` / the quarantine hashes name each one).
     const quarantined = await quarantinedCount(redis, config.redisPrefix, n);
-    const note = quarantined > 0 ? `; ${quarantined} quarantined event${quarantined === 1 ? '' : 's'} (poison: a projection threw; see ${gp}quarantine:${n}:*)` : '; 0 quarantined events';
+    const note = quarantined > 0 ? `; ${quarantined} quarantined event${quarantined === 1 ? '' : 's'} (poison: a projection threw; see the hashes ${config.redisPrefix}{g${gen}.p${n}.<i>.<k>}:quarantine:${n}:<i>)` : '; 0 quarantined events';
     return `projector: all ${n} partitions leased and projecting in generation ${gen}${note}`;
   } finally {
     redis.disconnect();

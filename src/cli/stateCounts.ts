@@ -74,15 +74,29 @@ function fullKey(genPrefix: string, logical: string): string {
   return shardPrefix(genPrefix.slice(0, at), Number(genPrefix.slice(at + 2, -2)), s) + logical;
 }
 
-/** Runs `f` over `items` in batches of 500 in one pipeline each; returns the results in order. */
-async function batched<T, R>(redis: RedisClient, items: T[], f: (p: ReturnType<RedisClient['pipeline']>, item: T) => void, parse: (raw: unknown) => R): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < items.length; i += 500) {
-    const p = redis.pipeline();
-    for (const item of items.slice(i, i + 500)) f(p, item);
-    for (const [err, raw] of (await p.exec()) ?? []) {
-      if (err) throw err;
-      out.push(parse(raw));
+/**
+ * Runs `cmd` on every key (full names), 500 at a time in one pipeline per hash tag (a pipeline on a cluster
+ * stays in one slot: the keys of servers, users and channels are spread over the shards); results in order.
+ */
+async function batched<R>(redis: RedisClient, keys: string[], cmd: 'get' | 'hlen', parse: (raw: unknown) => R): Promise<R[]> {
+  const out: R[] = new Array(keys.length);
+  const bySlot = new Map<string, number[]>();
+  keys.forEach((k, i) => {
+    const tag = k.slice(k.indexOf('{'), k.indexOf('}') + 1);
+    const list = bySlot.get(tag);
+    if (list) list.push(i);
+    else bySlot.set(tag, [i]);
+  });
+  for (const list of bySlot.values()) {
+    for (let n = 0; n < list.length; n += 500) {
+      const p = redis.pipeline();
+      const part = list.slice(n, n + 500);
+      for (const i of part) p[cmd](keys[i]!);
+      const res = (await p.exec()) ?? [];
+      res.forEach(([err, raw], j) => {
+        if (err) throw err;
+        out[part[j]!] = parse(raw);
+      });
     }
   }
   return out;
@@ -103,13 +117,13 @@ export async function countReadModels(redis: RedisClient, genPrefix: string): Pr
     families.set(family, list);
   }
   const keys = (family: string) => families.get(family) ?? [];
-  const hlen = async (family: string) => sum(await batched(redis, keys(family), (p, k) => p.hlen(genPrefix + k), Number));
+  const hlen = async (family: string) => sum(await batched(redis, keys(family).map((k) => fullKey(genPrefix, k)), 'hlen', Number));
   // One command per key: spread keys (a channel's messages) are in as many slots as shards.
   const zcard = async (family: string) => sum(await Promise.all(keys(family).map((k) => redis.zcard(fullKey(genPrefix, k)))));
-  const servers = await batched(redis, keys('server'), (p, k) => p.get(genPrefix + k), (raw) => JSON.parse(raw as string) as ServerState);
-  const relations = await batched(redis, keys('relations'), (p, k) => p.get(genPrefix + k), (raw) => JSON.parse(raw as string) as RelationsState);
+  const servers = await batched(redis, keys('server').map((k) => fullKey(genPrefix, k)), 'get', (raw) => JSON.parse(raw as string) as ServerState);
+  const relations = await batched(redis, keys('relations').map((k) => fullKey(genPrefix, k)), 'get', (raw) => JSON.parse(raw as string) as RelationsState);
   const statuses = relations.flatMap((r) => Object.values(r.relations));
-  const privates = await batched(redis, keys('pchannel'), (p, k) => p.get(genPrefix + k), (raw) => (JSON.parse(raw as string) as PrivateChannelState).channel_type);
+  const privates = await batched(redis, keys('pchannel').map((k) => fullKey(genPrefix, k)), 'get', (raw) => (JSON.parse(raw as string) as PrivateChannelState).channel_type);
   return {
     accounts: keys('account').length,
     users: keys('user').length,
@@ -155,7 +169,7 @@ export interface ServerSummary {
 
 /** The summary of one server in the generation under `genPrefix`, or null when it did not exist there. */
 export async function summariseServer(redis: RedisClient, genPrefix: string, serverId: string): Promise<ServerSummary | null> {
-  const raw = await redis.get(genPrefix + rm.server(serverId));
+  const raw = await redis.get(fullKey(genPrefix, rm.server(serverId)));
   if (raw === null) return null;
   const s = JSON.parse(raw) as ServerState;
   // One GET each: the channels are in as many slots as shards.
@@ -166,8 +180,8 @@ export async function summariseServer(redis: RedisClient, genPrefix: string, ser
     const c = JSON.parse(raw) as ChannelState;
     channels.push({ _id: c._id, name: c.name, ...(c.voice ? { voice: true } : {}), messages: await redis.zcard(fullKey(genPrefix, rm.channelHistory(c._id))) });
   }
-  const latestIds = await redis.zrevrangebylex(genPrefix + rm.auditIndex(serverId), '+', '-', 'LIMIT', 0, 10);
-  const latestRaw = latestIds.length ? await redis.hmget(genPrefix + rm.auditEntries(serverId), ...latestIds) : [];
+  const latestIds = await redis.zrevrangebylex(fullKey(genPrefix, rm.auditIndex(serverId)), '+', '-', 'LIMIT', 0, 10);
+  const latestRaw = latestIds.length ? await redis.hmget(fullKey(genPrefix, rm.auditEntries(serverId)), ...latestIds) : [];
   return {
     _id: s._id,
     name: s.name,
@@ -179,11 +193,11 @@ export async function summariseServer(redis: RedisClient, genPrefix: string, ser
     roles: Object.values(s.roles)
       .sort((a, b) => a.rank - b.rank)
       .map((r) => ({ _id: r._id, name: r.name, rank: r.rank, permissions: r.permissions })),
-    members: await redis.hlen(genPrefix + rm.serverMembers(serverId)),
-    bans: await redis.hlen(genPrefix + rm.serverBans(serverId)),
-    invites: await redis.scard(genPrefix + rm.serverInvites(serverId)),
-    emojis: await redis.hlen(genPrefix + rm.serverEmojis(serverId)),
-    audit_entries: await redis.hlen(genPrefix + rm.auditEntries(serverId)),
+    members: await redis.hlen(fullKey(genPrefix, rm.serverMembers(serverId))),
+    bans: await redis.hlen(fullKey(genPrefix, rm.serverBans(serverId))),
+    invites: await redis.scard(fullKey(genPrefix, rm.serverInvites(serverId))),
+    emojis: await redis.hlen(fullKey(genPrefix, rm.serverEmojis(serverId))),
+    audit_entries: await redis.hlen(fullKey(genPrefix, rm.auditEntries(serverId))),
     latest_audit: latestRaw
       .filter((e): e is string => e !== null)
       .map((e) => JSON.parse(e) as AuditEntry)
@@ -214,8 +228,13 @@ export type StateAt = {
   events: number;
   /** Every key of this point-in-time state is under it (deleted unless kept). */
   prefix: string;
-  /** When kept: the prefix of its read-model keys (`rm.*` below it). */
+  /**
+   * When kept: the prefix of its main slot; a read-model key `rm.*` is at `readModelKey(prefix, kept_generation,
+   * key)` (src/readmodel/keys.ts: the keys of a server, user or channel are in its shard, `<prefix>{g<N>.<s>.<k>}:`).
+   */
   kept?: string;
+  /** When kept: the generation number of the kept read models under `prefix`. */
+  kept_generation?: number;
 } & ReadModelCounts & { server?: ServerSummary | null };
 
 /**
@@ -242,7 +261,7 @@ export async function stateAt(o: StateAtOptions): Promise<StateAt> {
     // With a server: that server as it was (null when it did not exist at that position).
     const server = o.serverId !== undefined ? { server: await summariseServer(redis, gp, o.serverId) } : {};
     if (!o.keep) await deleteKeys(redis, targetPrefix);
-    return { position: o.position.toString(), events: r.events, prefix: targetPrefix, ...(o.keep ? { kept: gp } : {}), ...counts, ...server };
+    return { position: o.position.toString(), events: r.events, prefix: targetPrefix, ...(o.keep ? { kept: gp, kept_generation: r.generation } : {}), ...counts, ...server };
   } finally {
     redis.disconnect();
   }

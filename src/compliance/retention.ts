@@ -1,7 +1,7 @@
 /**
  * The retention sweep (issue 39 part 1), run by the worker role every RETENTION_SWEEP_INTERVAL_MS.
  *
- * For every channel messages were sent in (`retention:channels`) or that still has a live content key, with its
+ * For every channel messages were sent in (`retention:channels:<s>`, one piece per shard) or that still has a live content key, with its
  * policy (channel override, else its server's, else the instance default; DMs and groups: the default):
  * 1. every message older than the policy (its id's time before `now - max_age`) that no legal hold covers gets
  *    `MessageErased` on its own stream, appended at the revision the read model gave (an edit or a reaction
@@ -36,7 +36,7 @@ import type { PersonalDataStore } from '../personal/store.ts';
 import { previewCacheKeys } from '../previews/generate.ts';
 import { previewUrls } from '../previews/urls.ts';
 import type { RedisClient } from '../redis.ts';
-import { rm } from '../readmodel/keys.ts';
+import { messageChannelPieces, rm } from '../readmodel/keys.ts';
 import type { ReadModels } from '../readmodel/reader.ts';
 import { aboveId, belowId, fromId } from '../readmodel/records.ts';
 import { activeHoldTargets, holdCovers, type HoldTargets } from './holds.ts';
@@ -110,6 +110,15 @@ async function serverOf(reader: ReadModels, channel: string): Promise<string | n
   return undefined;
 }
 
+/**
+ * Every channel a message was ever sent in: the union of the shards' pieces of `retention:channels`. The pieces
+ * are read one by one, not as one snapshot: a channel added to a piece after it was read waits for the next run,
+ * as one added after the single set's read did (the pieces only grow).
+ */
+export async function sentChannels(readModels: Pick<ReadModels, 'smembers'>): Promise<string[]> {
+  return [...new Set((await Promise.all(messageChannelPieces().map((k) => readModels.smembers(k)))).flat())];
+}
+
 /** One run of the sweep at `deps.now()`. */
 export async function sweepRetention(deps: RetentionSweepDeps, batch = RETENTION_BATCH): Promise<RetentionSweepResult> {
   const out: RetentionSweepResult = { erased: [], held: [], shredded: [], conflicts: 0 };
@@ -130,7 +139,7 @@ export async function sweepRetention(deps: RetentionSweepDeps, batch = RETENTION
     list.push({ subject, start: b.start, end: b.end });
     buckets.set(b.channel, list);
   }
-  const channels = [...new Set([...(await deps.readModels.smembers(rm.messageChannels())), ...buckets.keys()])].sort();
+  const channels = [...new Set([...(await sentChannels(deps.readModels)), ...buckets.keys()])].sort();
   for (const channel of channels) {
     const server = await serverOf(deps.readModels, channel);
     // A deleted channel's server is not known any more: its own override, else the instance default.

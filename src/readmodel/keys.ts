@@ -3,9 +3,12 @@
  * (`<prefix>{g<N>}:`) so a rebuild can fill fresh keys and swap them in; control keys do not.
  *
  * Hash tags (`{…}`) keep every multi-key operation inside one Redis Cluster slot (docs/ARCHITECTURE.md
- * "Redis Cluster"): `{g<N>}` the generation's main slot (a partition's batch and its checkpoint commit in one
- * MULTI), `{g<N>.<s>.<k>}` shard s of the channel-spread keys (a server channel, its messages and last message
- * id: `shardOfKey`, `shardTag`), each shard with its own per-partition checkpoints, `{ctl}` the generation bookkeeping (one
+ * "Redis Cluster"): `{g<N>.p<n>.<i>.<k>}` partition i of n's home slot (its checkpoint, ready mark, quarantine,
+ * spread record and redo log: every batch's first MULTI, WATCH on the checkpoint; `homeTag`, `partitionKeys`),
+ * `{g<N>}` the generation's main slot (the instance-wide singletons only), `{g<N>.<s>.<k>}` shard s (every read
+ * model of a server, user, channel or object whose id falls in shard s, and piece s of the retention channel set:
+ * `shardOfKey`, `shardTag`); the main slot and each shard hold a per-partition checkpoint of their own
+ * (`slotCheckpointKey`), so any partition writes any of them exactly once; `{ctl}` the generation bookkeeping (one
  * script), `{live}` the presence stream and hashes (one script) and on one Redis the client-event streams (one
  * XREAD), `{live.<j>.<k>}` live shard j of the client-event streams on a cluster (`liveTag`, one XREAD each).
  * On one Redis the tags change nothing.
@@ -25,8 +28,13 @@ import { partitionOf } from '../partition.ts';
  *    which the retention sweep walks) are kept from the log's start, so an older generation is rebuilt.
  * 5: a server channel (`channel:<id>`), its history and `lastmsg:<id>` moved out of the generation's slot into
  *    one of `SHARDS` shards (`{g<N>.<s>.<k>}`, s from the channel id), so a Redis Cluster spreads them over its masters.
+ * 6: each projector partition keeps its checkpoint, checkpoint event, ready mark, quarantine and spread record in
+ *    a home slot of its own (`{g<N>.p<n>.<i>.<k>}`, `homeTag`) instead of the generation's main slot, which becomes
+ *    one more secondary slot with a per-partition checkpoint; every read model named by an id moved into the shard
+ *    of that id (`shardOfKey`), leaving the instance-wide singletons in the main slot; `retention:channels` became
+ *    one piece per shard (`retention:channels:<s>`, merged on read).
  */
-export const READ_MODEL_LAYOUT = 5;
+export const READ_MODEL_LAYOUT = 6;
 
 /**
  * How many shards a generation spreads its channel-keyed read models over (docs/ARCHITECTURE.md "Redis
@@ -41,19 +49,53 @@ export function shardOf(channelId: string): number {
 }
 
 /**
- * The shard of a logical read-model key, or -1 for the generation's main slot. Only keys whose name shows
- * the channel they belong to are spread, so every reader finds a key's shard from its name (no locator), and
- * each is written by one partition only (the partition of the channel's scope).
+ * The families a logical key's first id places in a shard (`<family>:<id>[:…]`, shard = `shardOf(id)`): every key of
+ * one server, one user, one channel or one object named by its own id shares a shard, so the scripts and MULTIs
+ * over one entity's keys stay in one slot.
+ */
+const BY_ID = new Set(['server', 'audit', 'voice', 'user', 'relations', 'settings', 'unreads', 'sanction', 'bots', 'pchannel', 'channel', 'session', 'invite', 'emoji', 'file', 'report', 'bottoken', 'webhook']);
+
+/**
+ * The shard of a logical read-model key, or `MAIN_SLOT` (-1) for the generation's main slot. Every reader finds a
+ * key's shard from its name (no locator): a key of a server, user, channel or object is in the shard of that id
+ * (`BY_ID`; `lastmsg:<channel>`, `account:<user>`, `account:email:<digest>`, `dm:<a>:<b>` of the pair), piece s of
+ * `retention:channels` in shard s, and only the instance-wide singletons (`instance:*`, `reports*`, `holds*`,
+ * `retention:policies`, `files:*`) and names no family claims stay in the main slot.
  */
 export function shardOfKey(logical: string): number {
-  if (logical.startsWith('lastmsg:')) return shardOf(logical.slice(8));
-  if (logical.startsWith('channel:')) {
-    const end = logical.indexOf(':', 8);
-    if (end < 0) return shardOf(logical.slice(8));
-    if (end === logical.length - 8 && logical.endsWith(':history')) return shardOf(logical.slice(8, end));
+  const c1 = logical.indexOf(':');
+  if (c1 < 0) return MAIN_SLOT;
+  const family = logical.slice(0, c1);
+  const c2 = logical.indexOf(':', c1 + 1);
+  const id = c2 < 0 ? logical.slice(c1 + 1) : logical.slice(c1 + 1, c2);
+  if (BY_ID.has(family)) return shardOf(id);
+  switch (family) {
+    case 'lastmsg':
+      return shardOf(logical.slice(c1 + 1));
+    case 'account':
+      // `account:email:<digest>` by the digest (a user id is a ULID, never "email").
+      return id === 'email' && c2 >= 0 ? shardOf(logical.slice(c2 + 1)) : shardOf(id);
+    case 'dm':
+      return shardOf(logical.slice(c1 + 1));
+    case 'retention': {
+      // A piece of a key several partitions write, merged on read: its shard is in its name.
+      if (id !== 'channels' || c2 < 0) return MAIN_SLOT;
+      const s = Number(logical.slice(c2 + 1));
+      return Number.isInteger(s) && s >= 0 && s < SHARDS ? s : MAIN_SLOT;
+    }
+    default:
+      return MAIN_SLOT;
   }
-  return -1;
 }
+
+/**
+ * The slots a partition's batch writes, by their number in `shardOfKey`, `ShardRouting` and the spread record:
+ * 0 … SHARDS-1 the shards, `MAIN_SLOT` the generation's main slot `{g<N>}`, `HOME_SLOT` the partition's home
+ * slot (its checkpoint, spread record, ready mark and quarantine: `partitionKeys`).
+ */
+export const MAIN_SLOT = -1;
+/** The partition's home slot (see `MAIN_SLOT`). */
+export const HOME_SLOT = -2;
 
 /** CRC16 (XMODEM) table: Redis Cluster's key slot is CRC16 of the hash tag mod 16384. */
 const CRC16 = (() => {
@@ -97,6 +139,67 @@ export function shardTag(gen: number, shard: number): string {
     shardTags.set(gen, tags);
   }
   return tags[shard]!;
+}
+
+const homeTags = new Map<string, string[]>();
+
+/**
+ * The hash tag of partition i of n's home slot in generation `gen`: `g<N>.p<n>.<i>.<k>`, the first k whose slot
+ * falls near the middle of the i-th of n equal ranges of the 16,384 slots (within an eighth of the range's
+ * width; else anywhere in it), so a cluster whose masters own equal ranges of slots holds equal numbers of
+ * partitions' checkpoints, and few partitions still land on different masters (2 partitions on 3 masters: the
+ * first and the last). Under `<prefix>{g<N>.` like the shards, so deleting a generation (`generationPrefixes`)
+ * deletes the home slots too.
+ */
+export function homeTag(gen: number, partitions: number, i: number): string {
+  const id = `${gen}:${partitions}`;
+  let tags = homeTags.get(id);
+  if (!tags) {
+    const width = 16384 / partitions;
+    const find = (p: number, near: number): string | undefined => {
+      const centre = (p + 0.5) * width;
+      for (let k = 0; k < 100_000; k++) {
+        const tag = `g${gen}.p${partitions}.${p}.${k}`;
+        const slot = slotOfTag(tag);
+        if (Math.floor(slot / width) === p && Math.abs(slot + 0.5 - centre) <= near) return tag;
+      }
+      return undefined;
+    };
+    tags = Array.from({ length: partitions }, (_, p) => find(p, width / 8) ?? find(p, width) ?? `g${gen}.p${partitions}.${p}.0`);
+    if (homeTags.size > 16) homeTags.clear();
+    homeTags.set(id, tags);
+  }
+  return tags[i]!;
+}
+
+/** Prefix of partition i of n's home-slot keys in generation `gen`. */
+export function homePrefix(prefix: string, gen: number, partitions: number, i: number): string {
+  return `${prefix}{${homeTag(gen, partitions, i)}}:`;
+}
+
+/**
+ * The full keys of partition i of n's bookkeeping in generation `gen`, all in its home slot (`genKeys` names
+ * them), so its batch's first MULTI (WATCH on the checkpoint) and a reader's MGET of checkpoint and spread record
+ * stay in one slot.
+ */
+export function partitionKeys(prefix: string, gen: number, partitions: number, i: number) {
+  const p = homePrefix(prefix, gen, partitions, i);
+  return {
+    checkpoint: p + genKeys.checkpoint(partitions, i),
+    checkpointEvent: p + genKeys.checkpointEvent(partitions, i),
+    caughtUp: p + genKeys.caughtUp(partitions, i),
+    quarantine: p + genKeys.quarantine(partitions, i),
+    spread: p + genKeys.spread(partitions, i),
+    redo: p + genKeys.redo(partitions, i),
+  };
+}
+
+/**
+ * The full key of partition i of n's checkpoint in a secondary slot of generation `gen` (a shard, or
+ * `MAIN_SLOT`): the position up to which its writes to that slot are applied.
+ */
+export function slotCheckpointKey(prefix: string, gen: number, partitions: number, i: number, slot: number): string {
+  return (slot === MAIN_SLOT ? generationPrefix(prefix, gen) : shardPrefix(prefix, gen, slot)) + genKeys.shardCheckpoint(partitions, i);
 }
 
 /**
@@ -160,11 +263,17 @@ export function shardPrefix(prefix: string, gen: number, shard: number): string 
 }
 
 /**
- * The prefixes under which generation `gen` keeps its keys: the main slot's, then the start every shard's
- * prefix shares (`<prefix>{g<N>.`; no other generation's keys start so). Deleting a generation deletes both.
+ * The prefixes under which generation `gen` keeps its keys: the main slot's, then the start every shard's and
+ * home slot's prefix shares (`<prefix>{g<N>.`; no other generation's keys start so). Deleting a generation
+ * deletes both.
  */
 export function generationPrefixes(prefix: string, gen: number): [string, string] {
   return [generationPrefix(prefix, gen), `${prefix}{g${gen}.`];
+}
+
+/** Every piece of `rm.messageChannels`, to be read together (a union). */
+export function messageChannelPieces(): string[] {
+  return Array.from({ length: SHARDS }, (_, s) => rm.messageChannels(s));
 }
 
 /** Full key of a logical read-model key in generation `gen` (in its shard when it is spread). */
@@ -222,9 +331,12 @@ export function generationPrefix(prefix: string, gen: number): string {
   return `${prefix}{g${gen}}:`;
 }
 
-/** Per-generation bookkeeping keys (below the generation prefix). */
+/**
+ * Per-generation bookkeeping keys of partition i of n: below its home prefix (`partitionKeys`), except
+ * `shardCheckpoint`, which is below each secondary slot's prefix (`slotCheckpointKey`).
+ */
 export const genKeys = {
-  /** Checkpoint (global position, decimal) of partition i of n. */
+  /** Checkpoint (global position, decimal) of partition i of n: everything up to it is in its home slot. */
   checkpoint: (partitions: number, i: number) => `cp:${partitions}:${i}`,
   /**
    * Id of the event at partition i of n's checkpoint, written in the checkpoint's MULTI: the projector resumes
@@ -239,16 +351,24 @@ export const genKeys = {
    */
   quarantine: (partitions: number, i: number) => `quarantine:${partitions}:${i}`,
   /**
-   * Below a shard's prefix (`shardPrefix`): the position up to which partition i of n's writes to that shard
-   * are applied (written in the same MULTI as those writes).
+   * Below a secondary slot's prefix (a shard's, `shardPrefix`, or the main slot's, `generationPrefix`): the
+   * position up to which partition i of n's writes to that slot are applied (written in the same MULTI as those
+   * writes; only with split commits, on a cluster). Another tag than the home checkpoint, so no collision.
    */
   shardCheckpoint: (partitions: number, i: number) => `cp:${partitions}:${i}`,
   /**
-   * On a cluster, JSON `{f, t, v}` while partition i of n's batch `(f, t]` is committed in its main slot but
-   * maybe not yet in the shards `v` (written in the main MULTI, removed once every shard committed): the
-   * runner resumes from `f` and readers treat `f` as the partition's position (`projections/runner.ts`).
+   * On a cluster, JSON `{f, t, v}` while partition i of n's batch `(f, t]` is committed in its home slot but
+   * maybe not yet in the secondary slots `v` (shard numbers, `MAIN_SLOT` = -1 for the main slot; written in the
+   * home MULTI, removed once every slot committed): the runner resumes from `f` and readers treat `f` as the
+   * partition's position (`projections/runner.ts`).
    */
   spread: (partitions: number, i: number) => `spread:${partitions}:${i}`,
+  /**
+   * Beside the spread record, in the same MULTI: hash slot number → JSON of the batch's commands for that slot,
+   * which the next runner applies to the slots of `v` still behind `t` after a crash (`PartitionRunner.repair`)
+   * instead of replaying the events; removed with the record.
+   */
+  redo: (partitions: number, i: number) => `redo:${partitions}:${i}`,
 };
 
 /**
@@ -401,8 +521,12 @@ export const rm = {
   instanceAuditIndex: () => 'instance:audit:index',
   /** The retention policies (`RetentionPolicies` JSON, projection `retention`). */
   retentionPolicies: () => 'retention:policies',
-  /** Set of every channel a message was ever sent in: the channels the retention sweep looks at. */
-  messageChannels: () => 'retention:channels',
+  /**
+   * Set of every channel of shard s (`shardOf`) a message was ever sent in: the channels the retention sweep
+   * looks at, in one piece per shard (every partition SADDs to it, so a single set would tie every send's
+   * batch to the main slot); the sweep reads the union of the `SHARDS` pieces (`messageChannelPieces`).
+   */
+  messageChannels: (shard: number) => `retention:channels:${shard}`,
 
   /** ServerVoiceState JSON: who is in which voice channel of the server, with the `voice-<id>` revision (projection `voice`). */
   serverVoice: (serverId: string) => `voice:${serverId}`,

@@ -7,7 +7,7 @@ import { isCluster, type RedisClient } from '../redis.ts';
 import type { Logger } from 'pino';
 import { unavailable } from '../errors.ts';
 import { partitionOf } from '../partition.ts';
-import { controlKeys, genKeys, generationPrefix, shardOfKey, shardPrefix, SHARDS } from './keys.ts';
+import { controlKeys, generationPrefix, partitionKeys, shardOfKey, shardPrefix, SHARDS } from './keys.ts';
 import { FactCache, fieldKey, InvalidationReader, isCacheableHash, isCacheableKey, type CachedPage, type FactCacheOptions } from './factCache.ts';
 
 /** Absent sessions and bot tokens are not cached: anyone can ask for any number of them. */
@@ -129,8 +129,8 @@ export class ReadModels {
     const cache = this.cache;
     if (!cache || this.gen === undefined) return;
     const n = this.o.partitions;
-    const keys = Array.from({ length: n }, (_, i) => this.key(genKeys.checkpoint(n, i)));
-    const values = n === 1 ? [await this.o.redis.get(keys[0]!)] : await this.o.redis.mget(...keys);
+    const keys = Array.from({ length: n }, (_, i) => this.partition(i).checkpoint);
+    const values = await this.mget(keys);
     await Promise.all(values.map((v, i) => cache.reach(i, v === null || v === undefined ? 0n : BigInt(v))));
   }
 
@@ -144,6 +144,11 @@ export class ReadModels {
     return this.gen;
   }
 
+  /** Full keys of partition i's bookkeeping in the current generation (in its home slot, `partitionKeys`). */
+  partition(i: number): ReturnType<typeof partitionKeys> {
+    return partitionKeys(this.o.prefix, this.gen ?? 0, this.o.partitions, i);
+  }
+
   /** Full Redis key of a logical read-model key in the current generation (in its shard when it is spread). */
   key(logical: string): string {
     const s = shardOfKey(logical);
@@ -152,7 +157,8 @@ export class ReadModels {
 
   /**
    * MGET of full keys. On a cluster an MGET must stay in one slot: keys of several shards (last message ids
-   * of a server's channels) are read with one MGET per shard, in parallel, and put back in order.
+   * of a server's channels, the partitions' home slots) are read with one MGET per slot, in parallel, and put
+   * back in order.
    */
   private async mget(keys: string[]): Promise<Array<string | null>> {
     if (keys.length === 0) return [];
@@ -227,10 +233,14 @@ export class ReadModels {
     if (this.gen === undefined) return;
     const list = [...new Set(partitions)];
     if (list.length === 0) return;
-    // A partition's spread record (on a cluster, while a batch is in the main slot but not yet in every shard
-    // it wrote) holds it back to the start of that batch (projections/runner.ts `commitSplit`).
-    const keys = list.flatMap((i) => [this.key(genKeys.checkpoint(this.o.partitions, i)), this.key(genKeys.spread(this.o.partitions, i))]);
-    const values = await this.o.redis.mget(...keys);
+    // A partition's spread record (on a cluster, while a batch is in its home slot but not yet in every
+    // secondary slot it wrote) holds it back to the start of that batch (projections/runner.ts `commitSplit`).
+    // Both are in the partition's home slot: one MGET per partition's slot, each a snapshot of the two.
+    const keys = list.flatMap((i) => {
+      const home = this.partition(i);
+      return [home.checkpoint, home.spread];
+    });
+    const values = await this.mget(keys);
     list.forEach((i, n) => {
       const v = values[2 * n];
       const spread = values[2 * n + 1];
@@ -299,8 +309,8 @@ export class ReadModels {
     await this.refreshGeneration();
     let ok = false;
     if (this.gen !== undefined) {
-      const keys = Array.from({ length: this.o.partitions }, (_, i) => this.key(genKeys.caughtUp(this.o.partitions, i)));
-      const values = await this.o.redis.mget(...keys);
+      const keys = Array.from({ length: this.o.partitions }, (_, i) => this.partition(i).caughtUp);
+      const values = await this.mget(keys);
       ok = values.every((v) => v !== null);
     }
     this.servingValue = ok;

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { Redis } from 'ioredis';
 import { SqliteEventStore } from '../../src/eventstore/sqlite.ts';
-import { controlKeys, genKeys, generationPrefix } from '../../src/readmodel/keys.ts';
+import { controlKeys, partitionKeys } from '../../src/readmodel/keys.ts';
 import { dumpCurrent, dumpRebuild } from '../helpers/servers.ts';
 import { deletePrefix, tempDir, TEST_REDIS_URL, uniquePrefix } from '../helpers/service.ts';
 import { client, signup, type TestUser } from '../helpers/http.ts';
@@ -94,7 +94,7 @@ t.test('SIGKILL during message sends', async (t) => {
   const redis = new Redis(TEST_REDIS_URL);
   t.teardown(() => redis.disconnect());
   const head = (await store.headPosition())!;
-  const cpKey = generationPrefix(prefix, Number(await redis.get(controlKeys(prefix).generation))) + genKeys.checkpoint(1, 0);
+  const cpKey = partitionKeys(prefix, Number(await redis.get(controlKeys(prefix).generation)), 1, 0).checkpoint;
   for (const end = Date.now() + 60_000; BigInt((await redis.get(cpKey)) ?? '0') < head; ) {
     if (Date.now() > end) throw new Error('the projector did not catch up after the restart');
     await new Promise((r) => setTimeout(r, 50));

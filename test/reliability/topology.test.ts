@@ -27,7 +27,7 @@ import type { EventStore } from '../../src/eventstore/port.ts';
 import { testDatabase } from '../helpers/postgres.ts';
 import { partitionOf } from '../../src/partition.ts';
 import { Permission as P } from '../../src/permissions/bits.ts';
-import { controlKeys, genKeys, generationPrefix } from '../../src/readmodel/keys.ts';
+import { controlKeys, generationPrefix, partitionKeys } from '../../src/readmodel/keys.ts';
 import { bullConnection, bullPrefix, queueName } from '../../workers/media/jobs.ts';
 import { client, signup, type Res, type TestUser } from '../helpers/http.ts';
 import { get, jpeg, upload } from '../helpers/media.ts';
@@ -112,7 +112,7 @@ t.test(`${engine.name}: two API, one media, two projector and two worker process
   const gen = await until('a read-model generation', () => redis.get(ctl.generation), 60_000);
   const gp = generationPrefix(prefix, Number(gen));
   await until('both partitions caught up', async () =>
-    (await redis.mget([0, 1].map((i) => gp + genKeys.caughtUp(PARTITIONS, i)))).every((v) => v !== null),
+    (await Promise.all([0, 1].map((i) => redis.get(partitionKeys(prefix, Number(gen), PARTITIONS, i).caughtUp)))).every((v) => v !== null),
     60_000,
   );
 
@@ -310,7 +310,7 @@ t.test(`${engine.name}: two API, one media, two projector and two worker process
   // The read models equal a rebuild from zero once both partitions passed the log head.
   const head = (await store.headPosition())!;
   await until('both partitions to reach the log head', async () =>
-    (await redis.mget([0, 1].map((i) => gp + genKeys.checkpoint(PARTITIONS, i)))).every((v) => v !== null && BigInt(v) >= head),
+    (await Promise.all([0, 1].map((i) => redis.get(partitionKeys(prefix, Number(gen), PARTITIONS, i).checkpoint)))).every((v) => v !== null && BigInt(v) >= head),
     60_000,
   );
   t.equal(await redis.get(ctl.generation), gen, 'still the same generation (no rebuild happened)');
