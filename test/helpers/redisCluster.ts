@@ -52,10 +52,16 @@ function freePort(): Promise<number> {
 }
 
 /** `cluster-port` is the data port + 10000: both must be free. */
-async function freeClusterPort(): Promise<number> {
+/**
+ * `taken`: the ports already chosen for this cluster (not yet bound: the kernel hands a port that was just free
+ * out again, and two nodes got one port, failing with EEXIST on its folder). A port whose bus port is taken, or
+ * that is another's bus port, is skipped too.
+ */
+async function freeClusterPort(taken: ReadonlySet<number>): Promise<number> {
   for (;;) {
     const port = await freePort();
     if (port + 10000 > 65535) continue;
+    if (taken.has(port) || taken.has(port + 10000) || taken.has(port - 10000)) continue;
     const ok = await new Promise<boolean>((resolve) => {
       const srv = net.createServer();
       srv.once('error', () => resolve(false));
@@ -89,7 +95,7 @@ export async function startRedisCluster(
   const root = tempDir(t, 'redis-cluster');
   const nodes: ClusterNodeProcess[] = [];
   for (let i = 0; i < masters * (1 + replicas); i++) {
-    const port = await freeClusterPort();
+    const port = await freeClusterPort(new Set(nodes.map((n) => n.port)));
     const dir = path.join(root, String(port));
     fs.mkdirSync(dir);
     nodes.push({ port, dir, child: undefined });
