@@ -231,12 +231,24 @@ export class PartitionRunner {
 
   /** Loads the checkpoint and starts following the log. */
   async start(): Promise<void> {
-    const [raw, rawEvent, rawSpread] = await this.o.redis.mget(this.cpKey, this.cpEventKey, this.spreadKey);
+    let raw: string | null | undefined;
+    let rawEvent: string | null | undefined;
+    let rawSpread: string | null | undefined;
+    try {
+      [raw, rawEvent, rawSpread] = await this.o.redis.mget(this.cpKey, this.cpEventKey, this.spreadKey);
+      if (this.o.splitCommits) await this.loadShardCheckpoints();
+    } catch (err) {
+      // A storage error before the subscription (on a cluster: a slot being moved answers ASK or TRYAGAIN to the
+      // plain connections, a master lost): the owner must hear of it and start the partition again. Thrown
+      // instead, the runner stayed the partition's owner without following the log while its lease was renewed:
+      // the partition stood still for good (seen in test/redis.cluster.reshard.test.ts moving a home slot).
+      this.fail(err);
+      return;
+    }
     this.checkpoint = raw === null || raw === undefined ? undefined : BigInt(raw);
     this.checkpointEvent = this.checkpoint === undefined ? undefined : (rawEvent ?? undefined);
     const after = this.checkpoint;
     if (this.o.splitCommits) {
-      await this.loadShardCheckpoints();
       if (rawSpread !== null && rawSpread !== undefined) {
         // The last batch committed in the home slot may be missing from some secondary slots (a crash between
         // the commits): its recorded commands are applied to those slots before anything else.

@@ -318,3 +318,39 @@ t.test('split commits: two runners racing on one partition apply every event exa
   t.same(Object.fromEntries(after.perChannelIncr), Object.fromEntries(expected), 'and once in its shard');
   t.ok(stops.includes('checkpoint-lost'), 'a loser of the race noticed and stopped');
 });
+
+t.test('a storage error while a runner starts (before it follows the log) stops it and tells its owner', async (t) => {
+  // On a cluster a slot being moved answers ASK or TRYAGAIN to the runner's plain connections; a closed connection
+  // stands in for that here. A runner that threw from start() instead stayed its partition's owner without
+  // following the log, its lease renewed by the projector: the partition stood still for good.
+  const { store } = await seed(t, 50);
+  const prefix = uniquePrefix();
+  t.teardown(() => deletePrefix(TEST_REDIS_URL, prefix));
+  for (const broken of ['the home slot', 'a shard'] as const) {
+    const home = new Redis(TEST_REDIS_URL);
+    const shard = new Redis(TEST_REDIS_URL);
+    for (const c of [home, shard]) c.on('error', () => {});
+    await Promise.all([home.ping(), shard.ping()]);
+    (broken === 'the home slot' ? home : shard).disconnect();
+    const stops: string[] = [];
+    const runner = new PartitionRunner({
+      store,
+      redis: home,
+      prefix,
+      generation: 1,
+      partition: 0,
+      partitions: 1,
+      projections: [counter],
+      log,
+      rebuilding: false,
+      splitCommits: true,
+      shardRedis: Array.from({ length: SHARDS }, () => shard),
+      onStop: (r) => stops.push(r),
+    });
+    await t.resolves(runner.start(), `${broken}: start() settles`);
+    t.same(stops, ['error'], `${broken}: the owner is told the runner stopped`);
+    await runner.stop();
+    home.disconnect();
+    shard.disconnect();
+  }
+});
