@@ -192,9 +192,15 @@ t.test('a 3-master cluster after 2,000 sends over 40 channels of one server: eve
   // Everything else moved to the shards by its entity's id: only the instance-wide singletons stay.
   const singleton = /^(?:cp:|instance:|reports(?::|$)|holds(?::|$)|retention:policies$|files:(?:unattached|detached)$)/;
   t.same(mainKeys.filter((k) => !singleton.test(k)), [], 'the main slot holds only the instance-wide singletons (and the partitions\' checkpoints there)');
+  // The issue's criterion is the service's keys and memory: everything under the prefix, 15 % on every master.
+  // The read models alone are nearly all message histories, so their bytes follow where the 40 channels' random
+  // ids hash: a master gets Binomial(40, 1/3) of them, and at most 6 (15 %) happens in 2.4 % of runs (a quiet
+  // npm test saw 14.4 %; the live shards and queues, spread evenly, kept everything at 23 %). A master holding
+  // under 10 % of the read models (at most 4 channels: 0.2 % of runs) is what a layout that does not spread looks
+  // like (layout 5 put 71 % of all bytes on one master).
   for (const r of rows) {
-    t.ok(r.genKeys >= 0.15 * gk, `master :${r.port} holds ${pct(r.genKeys, gk)} % of the read models' ${gk} keys`);
-    t.ok(r.genBytes >= 0.15 * gb, `master :${r.port} holds ${pct(r.genBytes, gb)} % of the read models' ${gb} bytes`);
+    t.ok(r.genKeys >= 0.1 * gk, `master :${r.port} holds ${pct(r.genKeys, gk)} % of the read models' ${gk} keys`);
+    t.ok(r.genBytes >= 0.1 * gb, `master :${r.port} holds ${pct(r.genBytes, gb)} % of the read models' ${gb} bytes`);
     t.ok(r.allKeys >= 0.15 * ak, `master :${r.port} holds ${pct(r.allKeys, ak)} % of the ${ak} keys under the prefix`);
     t.ok(r.allBytes >= 0.15 * ab, `master :${r.port} holds ${pct(r.allBytes, ab)} % of the ${ab} bytes under the prefix`);
   }
