@@ -17,7 +17,7 @@ import type { ServerState } from '../domain/server/state.ts';
 import type { RelationsState } from '../domain/relationship/state.ts';
 import type { PrivateChannelState } from '../domain/private/state.ts';
 import type { EventStore } from '../eventstore/port.ts';
-import { generationPrefix, rm, shardOfKey, shardPrefix } from '../readmodel/keys.ts';
+import { generationPrefix, indexesByTag, rm, shardOfKey, shardPrefix } from '../readmodel/keys.ts';
 
 /** Counts of what a generation describes. */
 export interface ReadModelCounts {
@@ -80,13 +80,7 @@ function fullKey(genPrefix: string, logical: string): string {
  */
 async function batched<R>(redis: RedisClient, keys: string[], cmd: 'get' | 'hlen', parse: (raw: unknown) => R): Promise<R[]> {
   const out: R[] = new Array(keys.length);
-  const bySlot = new Map<string, number[]>();
-  keys.forEach((k, i) => {
-    const tag = k.slice(k.indexOf('{'), k.indexOf('}') + 1);
-    const list = bySlot.get(tag);
-    if (list) list.push(i);
-    else bySlot.set(tag, [i]);
-  });
+  const bySlot = indexesByTag(keys);
   for (const list of bySlot.values()) {
     for (let n = 0; n < list.length; n += 500) {
       const p = redis.pipeline();

@@ -540,3 +540,18 @@ export const rm = {
   /** Set of the ids of a channel's webhooks (projection `webhooks`). */
   channelWebhooks: (channelId: string) => `channel:${channelId}:webhooks`,
 };
+
+/**
+ * The indexes of `keys` grouped by their hash tag (`{…}`, '' for a key without one), in order within each group:
+ * what one multi-key command or pipeline on a cluster may carry together.
+ */
+export function indexesByTag(keys: readonly string[]): Map<string, number[]> {
+  const bySlot = new Map<string, number[]>();
+  keys.forEach((k, i) => {
+    const tag = k.slice(k.indexOf('{'), k.indexOf('}') + 1);
+    const list = bySlot.get(tag);
+    if (list) list.push(i);
+    else bySlot.set(tag, [i]);
+  });
+  return bySlot;
+}

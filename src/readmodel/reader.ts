@@ -7,7 +7,7 @@ import { isCluster, type RedisClient } from '../redis.ts';
 import type { Logger } from 'pino';
 import { unavailable } from '../errors.ts';
 import { partitionOf } from '../partition.ts';
-import { controlKeys, generationPrefix, partitionKeys, shardOfKey, shardPrefix, SHARDS } from './keys.ts';
+import { controlKeys, generationPrefix, indexesByTag, partitionKeys, shardOfKey, shardPrefix, SHARDS } from './keys.ts';
 import { FactCache, fieldKey, InvalidationReader, isCacheableHash, isCacheableKey, type CachedPage, type FactCacheOptions } from './factCache.ts';
 
 /** Absent sessions and bot tokens are not cached: anyone can ask for any number of them. */
@@ -163,13 +163,7 @@ export class ReadModels {
   private async mget(keys: string[]): Promise<Array<string | null>> {
     if (keys.length === 0) return [];
     if (!isCluster(this.redis) || keys.length <= 1) return keys.length === 1 ? [await this.redis.get(keys[0]!)] : this.redis.mget(...keys);
-    const bySlot = new Map<string, number[]>();
-    keys.forEach((k, i) => {
-      const tag = k.slice(k.indexOf('{'), k.indexOf('}') + 1);
-      const list = bySlot.get(tag);
-      if (list) list.push(i);
-      else bySlot.set(tag, [i]);
-    });
+    const bySlot = indexesByTag(keys);
     if (bySlot.size === 1) return this.redis.mget(...keys);
     const out: Array<string | null> = new Array(keys.length);
     await Promise.all(
