@@ -19,5 +19,6 @@ import footprint from './footprint.ts';
 import sealing from './sealing.ts';
 import sendDefault from './sendDefault.ts';
 import gatewayCluster from './gatewayCluster.ts';
+import clusterCosts from './clusterCosts.ts';
 
-export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready, compliance, sealing, footprint, sendDefault, gatewayCluster];
+export const BENCHES: readonly Bench[] = [append, upload, send, rebuild, history, memory, limits, ack, postgres, search, push, previews, fanout, ready, compliance, sealing, footprint, sendDefault, gatewayCluster, clusterCosts];
