@@ -17,9 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis as IORedis } from 'ioredis';
 import { inFlight, latencies, median, repeat, type Bench } from './lib.ts';
 import { call, setupServer, signupUser, startServer, type BenchUser, type ServerProcess } from './http.ts';
-import { cpuSplit, threadTicks } from './footprint.ts';
-import { startPrivateRedis } from '../scripts/redis.mjs';
-import { startRedisCluster } from '../test/helpers/redisCluster.ts';
+import { cpuSince, startRedisPair, ticksOf, type RedisPair } from './redisPair.ts';
 
 const CHANNELS = 20;
 
@@ -45,10 +43,6 @@ async function stat(ports: number[], field: string): Promise<number> {
     r.disconnect();
   }
   return n;
-}
-
-function cpuOf(pids: number[], before: Array<Map<string, number>>): number {
-  return pids.reduce((s, p, i) => s + cpuSplit(before[i]!, threadTicks(p)).total, 0);
 }
 
 async function until(what: string, fn: () => Promise<boolean>, timeoutMs = 300_000): Promise<void> {
@@ -106,11 +100,11 @@ async function sendAll(s: Side, count: number): Promise<void> {
 async function commitRound(s: Side, count: number): Promise<{ bytes: number; redisUs: number; svcUs: number }> {
   await new Promise((r) => setTimeout(r, 500));
   const b0 = await stat(s.redisPorts, 'total_net_input_bytes');
-  const r0 = s.redisPids.map((p) => threadTicks(p));
-  const v0 = [threadTicks(s.svc.pid)];
+  const r0 = ticksOf(s.redisPids);
+  const v0 = ticksOf([s.svc.pid]);
   await sendAll(s, count);
   const b1 = await stat(s.redisPorts, 'total_net_input_bytes');
-  return { bytes: (b1 - b0) / count, redisUs: (cpuOf(s.redisPids, r0) * 1e6) / count, svcUs: (cpuOf([s.svc.pid], v0) * 1e6) / count };
+  return { bytes: (b1 - b0) / count, redisUs: (cpuSince(s.redisPids, r0) * 1e6) / count, svcUs: (cpuSince([s.svc.pid], v0) * 1e6) / count };
 }
 
 /** Under MONITOR on every master: bytes of the redo log's HSETs and of every command the service sent. */
@@ -147,19 +141,14 @@ const bench: Bench = {
   name: 'cluster-costs',
   description: "the home slot's redo log (bytes per message) and a big member list (per-slot MGETs) on a 3-master cluster vs one Redis",
   async run(ctx) {
-    const cleanups: Array<() => Promise<unknown> | unknown> = [];
-    const t = { teardown: (fn: () => unknown) => void cleanups.push(fn) };
     const sides: Side[] = [];
+    let redis: RedisPair | undefined;
     try {
       const members = ctx.quick ? 100 : 400;
-      const single = await startPrivateRedis({ dir: path.join(ctx.tmpDir, 'single') });
-      cleanups.push(() => single.stop());
-      const cluster = await startRedisCluster(t, { masters: 3 }); // stopped by its teardown
-      const clusterPids = cluster.nodes.map((n) => n.child!.pid!);
-      const clusterPorts = cluster.nodes.map((n) => n.port);
+      redis = await startRedisPair(ctx.tmpDir);
       ctx.log(`setting up both sides (${members} members each)`);
-      sides.push(await startSide('one Redis', { REDIS_URL: single.url }, path.join(ctx.tmpDir, 'a'), [single.child.pid!], [single.port], members));
-      sides.push(await startSide('3-master cluster', { REDIS_CLUSTER_NODES: cluster.seeds }, path.join(ctx.tmpDir, 'b'), clusterPids, clusterPorts, members));
+      sides.push(await startSide('one Redis', redis.one.env, path.join(ctx.tmpDir, 'a'), redis.one.pids, redis.one.ports, members));
+      sides.push(await startSide('3-master cluster', redis.cluster.env, path.join(ctx.tmpDir, 'b'), redis.cluster.pids, redis.cluster.ports, members));
       const [one, three] = sides as [Side, Side];
 
       const count = ctx.quick ? 200 : 600;
@@ -215,7 +204,7 @@ const bench: Bench = {
       ];
     } finally {
       for (const s of sides) await s.svc.stop();
-      for (const fn of cleanups.reverse()) await Promise.resolve(fn()).catch(() => {});
+      await redis?.stop();
     }
   },
 };

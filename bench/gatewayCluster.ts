@@ -19,9 +19,7 @@ import { Redis as IORedis } from 'ioredis';
 import { inFlight, median, repeat, type Bench } from './lib.ts';
 import { call, setupServer, signupUser, startServer, type BenchUser, type ServerProcess } from './http.ts';
 import { allCounted, closeSockets, gatewayUrl, openSockets, type BenchSocket } from './gateway.ts';
-import { cpuSplit, threadTicks } from './footprint.ts';
-import { startPrivateRedis } from '../scripts/redis.mjs';
-import { startRedisCluster } from '../test/helpers/redisCluster.ts';
+import { cpuSince, startRedisPair, ticksOf, type RedisPair } from './redisPair.ts';
 
 const USERS = 20;
 const SOCKETS = 100;
@@ -38,14 +36,6 @@ interface Side {
   owner: BenchUser;
   channel: string;
   sent: number;
-}
-
-/** CPU seconds of every thread of several processes, summed. */
-function ticksOf(pids: number[]): Array<Map<string, number>> {
-  return pids.map((p) => threadTicks(p));
-}
-function cpuSince(pids: number[], before: Array<Map<string, number>>): number {
-  return pids.reduce((s, p, i) => s + cpuSplit(before[i]!, threadTicks(p)).total, 0);
 }
 
 /** Connected clients on each node, minus the connection asking. */
@@ -112,20 +102,17 @@ const bench: Bench = {
   name: 'gateway-cluster',
   description: "the gateway's 17 blocking readers per API process on a 3-master cluster vs one XREAD on one Redis: idle CPU, delivery rate and CPU per message, connections",
   async run(ctx) {
-    const cleanups: Array<() => Promise<unknown> | unknown> = [];
-    const t = { teardown: (fn: () => unknown) => void cleanups.push(fn) };
     const sides: Side[] = [];
+    let redis: RedisPair | undefined;
     try {
-      const single = await startPrivateRedis({ dir: path.join(ctx.tmpDir, 'single') });
-      cleanups.push(() => single.stop());
-      const cluster = await startRedisCluster(t, { masters: 3 }); // stopped by its teardown
-      const clusterPids = cluster.nodes.map((n) => n.child!.pid!);
-      const clusterPorts = cluster.nodes.map((n) => n.port);
-      const before = { single: await clients([single.port]), cluster: await clients(clusterPorts) };
-      sides.push(await startSide('one Redis', { REDIS_URL: single.url }, path.join(ctx.tmpDir, 'a'), [single.child.pid!], [single.port]));
-      sides.push(await startSide('3-master cluster', { REDIS_CLUSTER_NODES: cluster.seeds }, path.join(ctx.tmpDir, 'b'), clusterPids, clusterPorts));
+      redis = await startRedisPair(ctx.tmpDir);
+      const single = redis.one;
+      const clusterPorts = redis.cluster.ports;
+      const before = { single: await clients(single.ports), cluster: await clients(clusterPorts) };
+      sides.push(await startSide('one Redis', single.env, path.join(ctx.tmpDir, 'a'), single.pids, single.ports));
+      sides.push(await startSide('3-master cluster', redis.cluster.env, path.join(ctx.tmpDir, 'b'), redis.cluster.pids, clusterPorts));
       const [one, three] = sides as [Side, Side];
-      const conns = { single: (await clients([single.port])) - before.single, cluster: (await clients(clusterPorts)) - before.cluster };
+      const conns = { single: (await clients(single.ports)) - before.single, cluster: (await clients(clusterPorts)) - before.cluster };
       ctx.log(`Redis connections held by the service: one Redis ${conns.single}, cluster ${conns.cluster} (over 3 masters)`);
 
       const count = ctx.quick ? 100 : 200;
@@ -175,7 +162,7 @@ const bench: Bench = {
     } finally {
       await closeSockets(sides.flatMap((s) => s.sockets));
       for (const s of sides) await s.svc.stop();
-      for (const fn of cleanups.reverse()) await Promise.resolve(fn()).catch(() => {});
+      await redis?.stop();
     }
   },
 };
